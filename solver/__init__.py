@@ -1,0 +1,33 @@
+"""stickyflow: Kafka consumer-group and Kafka Streams assignment by optimization.
+
+The front door is :func:`assign`::
+
+    import stickyflow
+    result = stickyflow.assign("snapshot.json")          # optimal by default
+    greedy = stickyflow.assign("snapshot.json", "sticky")  # Kafka's own algorithm
+    print(result.metrics["moves"], greedy.metrics["moves"])
+
+See ``snapshot-format.md`` for the snapshot and result JSON.
+"""
+
+from .api import assign
+from .consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer, previous_owners
+from .consumer_check import consumer_metrics, cooperative_split, validate_consumer
+from .errors import (BackendMissingError, InfeasibleError, InvalidSnapshotError, Problem, SolverFaultError,
+                     StickyflowError, UnknownAssignorError)
+from .registry import SolveOptions, available_assignors, get_assignor, register_assignor, unregister_assignor
+from .result import AssignmentResult, Decision, SolverInfo, Violation
+from .snapshot import as_snapshot, dumps_result, load_snapshot, loads_snapshot, parse_snapshot, snapshot_to_json
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "assign",
+    "AssignmentResult", "Decision", "SolverInfo", "Violation", "SolveOptions",
+    "ConsumerSnapshot", "ConsumerConfig", "Member", "Topic", "parse_consumer", "previous_owners",
+    "validate_consumer", "consumer_metrics", "cooperative_split",
+    "parse_snapshot", "loads_snapshot", "load_snapshot", "as_snapshot", "snapshot_to_json", "dumps_result",
+    "register_assignor", "unregister_assignor", "available_assignors", "get_assignor",
+    "StickyflowError", "InvalidSnapshotError", "Problem", "InfeasibleError", "BackendMissingError",
+    "SolverFaultError", "UnknownAssignorError",
+]

@@ -1,0 +1,132 @@
+"""A small collector of input problems: each check names the field and states the rule.
+
+Readers call these helpers while walking the JSON; every problem found is kept,
+and :meth:`Checker.raise_if_any` raises one :class:`InvalidSnapshotError` with all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidSnapshotError, Problem
+
+_MISSING = object()
+
+
+def is_int(value: Any) -> bool:
+    """True for a JSON integer (``bool`` is not an integer here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class Checker:
+    """Collects :class:`Problem` s while a reader walks a snapshot."""
+
+    __slots__ = ("problems",)
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def fail(self, field: str, rule: str) -> None:
+        self.problems.append(Problem(field, rule))
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            raise InvalidSnapshotError(self.problems)
+
+    # --- typed getters: return the value, or None after recording a problem ---
+
+    def get(self, obj: dict, key: str, path: str, *, required: bool = True) -> Any:
+        value = obj.get(key, _MISSING)
+        if value is _MISSING:
+            if required:
+                self.fail(_join(path, key), "is required")
+            return _MISSING
+        return value
+
+    def string(self, obj: dict, key: str, path: str, *, required: bool = True, allow_null: bool = False):
+        value = self.get(obj, key, path, required=required)
+        if value is _MISSING or (allow_null and value is None):
+            return None
+        if not isinstance(value, str):
+            self.fail(_join(path, key), "must be a string")
+            return None
+        return value
+
+    def integer(self, obj: dict, key: str, path: str, *, required: bool = True, minimum: int | None = None,
+                default: int | None = None, allow_null: bool = False, rule: str | None = None):
+        value = self.get(obj, key, path, required=required)
+        if value is _MISSING or (allow_null and value is None):
+            return default
+        if not is_int(value) or (minimum is not None and value < minimum):
+            self.fail(_join(path, key), rule or _int_rule(minimum, allow_null))
+            return default
+        return value
+
+    def boolean(self, obj: dict, key: str, path: str, *, required: bool = True, default: bool | None = None):
+        value = self.get(obj, key, path, required=required)
+        if value is _MISSING:
+            return default
+        if not isinstance(value, bool):
+            self.fail(_join(path, key), "must be true or false")
+            return default
+        return value
+
+    def choice(self, obj: dict, key: str, path: str, choices: tuple[str, ...], *, default: str):
+        value = self.get(obj, key, path, required=False)
+        if value is _MISSING:
+            return default
+        if value not in choices or not isinstance(value, str):
+            self.fail(_join(path, key), "must be one of " + ", ".join(f'"{c}"' for c in choices))
+            return default
+        return value
+
+    def obj(self, obj: dict, key: str, path: str, *, required: bool = True):
+        value = self.get(obj, key, path, required=required)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, dict):
+            self.fail(_join(path, key), "must be an object")
+            return None
+        return value
+
+    def array(self, obj: dict, key: str, path: str, *, required: bool = True):
+        value = self.get(obj, key, path, required=required)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, list):
+            self.fail(_join(path, key), "must be an array")
+            return None
+        return value
+
+    def string_list(self, obj: dict, key: str, path: str, *, required: bool = True) -> list[str] | None:
+        items = self.array(obj, key, path, required=required)
+        if items is None:
+            return None
+        bad = [i for i, v in enumerate(items) if not isinstance(v, str)]
+        if bad:
+            self.fail(f"{_join(path, key)}[{bad[0]}]", "must be a string")
+            return [v for v in items if isinstance(v, str)]
+        return items
+
+    def unknown_keys(self, obj: dict, allowed: frozenset[str], path: str) -> None:
+        for key in obj:
+            if key not in allowed:
+                self.fail(_join(path, key), "is not a known key (allowed: " + ", ".join(sorted(allowed)) + ")")
+
+
+def _int_rule(minimum: int | None, allow_null: bool) -> str:
+    rule = "must be an integer" if minimum is None else f"must be an integer >= {minimum}"
+    return rule + (" or null" if allow_null else "")
+
+
+def _join(path: str, key: str) -> str:
+    if not path:
+        return key
+    if key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{key!r}]".replace("'", '"')
+
+
+def join(path: str, key: str) -> str:
+    """Public form of the path join used in field names (``topics["my-topic"]``)."""
+    return _join(path, key)

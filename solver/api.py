@@ -1,0 +1,146 @@
+"""The front door: :func:`assign`.
+
+``assign`` reads the snapshot (object, dict, JSON text or path), runs the
+named assignor, checks its answer, applies the cooperative protocol, measures
+the result and returns an :class:`AssignmentResult`. If an optimizing assignor
+is missing, times out without a solution, proves the problem infeasible,
+crashes, or returns something invalid, the greedy ``sticky`` assignor stands in
+and ``result.solver.status == "fallback"`` with the reason. A result that did
+not pass the validity check is never returned.
+
+>>> import stickyflow
+>>> r = stickyflow.assign({"format": "stickyflow.snapshot/1", "kind": "consumer",
+...                        "topics": {"t": {"partitions": 4}},
+...                        "members": [{"id": "a", "subscription": ["t"]},
+...                                    {"id": "b", "subscription": ["t"]}]})
+>>> r.to_json()["assignment"]
+{'a': {'t': [0, 1]}, 'b': {'t': [2, 3]}}
+>>> r.solver.status, r.metrics["imbalance"]
+('optimal', 0)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from .consumer import ConsumerSnapshot, previous_owners
+from .consumer_check import cooperative_split, inspect_consumer, normalize_consumer_assignment
+from .errors import InvalidSnapshotError, SolverFaultError, StickyflowError, UnknownAssignorError
+from .registry import SolveOptions, get_assignor
+from .result import AssignmentResult, Decision, Finished, SolverInfo
+from .snapshot import as_snapshot
+
+__all__ = ["assign", "finish_consumer", "FALLBACK_ASSIGNOR"]
+
+FALLBACK_ASSIGNOR = "sticky"
+
+
+def assign(snapshot: Any, assignor: str = "optimal", *, time_limit: float | None = None, seed: int = 0,
+           num_workers: int | None = None, method: str | None = None, fallback: bool = True,
+           **extra: Any) -> AssignmentResult:
+    """Assign a consumer group's partitions or a Streams application's tasks.
+
+    Parameters
+    ----------
+    snapshot:
+        A snapshot object, a dict of the spec's JSON, JSON text, or a path.
+    assignor:
+        ``"optimal"`` (default), ``"sticky"``, ``"range"``, ``"roundrobin"``, a
+        name registered with :func:`stickyflow.register_assignor`, or
+        ``"module:function"``.
+    time_limit, seed, num_workers, method:
+        How to solve (see :class:`SolveOptions`). ``method`` picks the
+        optimizer's backend: ``"flow"`` (OR-Tools, default), ``"networkx"``,
+        ``"cpsat"``.
+    fallback:
+        When an optimizing assignor fails, stand in with ``sticky`` (default)
+        instead of raising.
+    extra:
+        Assignor-specific settings, e.g. ``max_moves`` for the CP-SAT model.
+
+    Raises :class:`InvalidSnapshotError` for bad input and
+    :class:`UnknownAssignorError` for an unknown assignor name.
+    """
+    snap = as_snapshot(snapshot)
+    spec = get_assignor(assignor, snap.kind)
+    options = SolveOptions(time_limit=time_limit, seed=seed, num_workers=num_workers, method=method, extra=extra)
+    finish = _finisher(snap.kind)
+    t0 = time.perf_counter()
+    reason: str | None = None
+    decision: Decision | None = None
+    finished: Finished | None = None
+    try:
+        decision = spec.load()(snap, options)
+    except (InvalidSnapshotError, UnknownAssignorError):
+        raise
+    except Exception as exc:  # an optimizer failing must not fail the rebalance
+        if not (spec.optimizing and fallback):
+            if isinstance(exc, StickyflowError):
+                raise
+            raise SolverFaultError(f"assignor {assignor!r} failed: {type(exc).__name__}: {exc}") from exc
+        reason = _describe(exc)
+    if decision is not None:
+        finished = finish(snap, decision)
+        if finished.violations:
+            problem = "; ".join(str(v) for v in finished.violations[:3])
+            if not (spec.optimizing and fallback):
+                raise SolverFaultError(f"assignor {assignor!r} returned an invalid assignment: {problem}")
+            reason = f"the {decision.method} solution was invalid ({problem})"
+            decision = finished = None
+    if decision is None:
+        decision = get_assignor(FALLBACK_ASSIGNOR, snap.kind).load()(snap, options)
+        decision = Decision(assignment=decision.assignment, method=decision.method, status="fallback",
+                            objective=decision.objective, bound=None, reason=reason,
+                            followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms,
+                            extra=decision.extra)
+        finished = finish(snap, decision)
+        if finished.violations:
+            problem = "; ".join(str(v) for v in finished.violations[:3])
+            raise SolverFaultError(f"the fallback assignor returned an invalid assignment: {problem}")
+    wall = time.perf_counter() - t0
+    assert finished is not None
+    return AssignmentResult(
+        kind=snap.kind,
+        id=snap.id,
+        assignor=spec.name,
+        assignment=finished.assignment,
+        revocations=finished.revocations,
+        followup_rebalance_deadline_ms=finished.followup_rebalance_deadline_ms,
+        error="NONE",
+        solver=SolverInfo(method=decision.method, status=decision.status, reason=decision.reason,
+                          objective=decision.objective, bound=decision.bound, wall_s=wall),
+        metrics=finished.metrics,
+        target=finished.target,
+    )
+
+
+def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
+    """Check a consumer decision, apply KIP-429 when cooperative, and measure the target."""
+    prev = previous_owners(snap)
+    target = normalize_consumer_assignment(snap, decision.assignment)
+    violations, metrics = inspect_consumer(snap, target, prev=prev)
+    assignment: Mapping[str, Any] = target
+    revocations: Mapping[str, Any] = {}
+    followup = None
+    if not violations and snap.protocol == "cooperative":
+        step = cooperative_split(snap, target, prev)
+        violations, _ = inspect_consumer(snap, step.assignment, withheld=step.withheld, prev=prev)
+        assignment, revocations = step.assignment, step.revocations
+        metrics = dict(metrics, withheld=int(sum(int(m.sum()) for m in step.withheld.values())))
+        followup = snap.now_ms if step.revoking else None
+    return Finished(assignment=assignment, target=target, revocations=revocations,
+                    followup_rebalance_deadline_ms=followup, violations=tuple(violations), metrics=metrics)
+
+
+def _finisher(kind: str):
+    if kind == "consumer":
+        return finish_consumer
+    from .streams_check import finish_streams
+
+    return finish_streams
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

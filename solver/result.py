@@ -1,0 +1,133 @@
+"""What an assignor decided: :class:`AssignmentResult` and its parts, and the result JSON.
+
+Assignor functions return a :class:`Decision` (the raw assignment and how it
+was found); the front door (:func:`stickyflow.assign`) checks it, applies the
+cooperative protocol, measures it, and returns an :class:`AssignmentResult`.
+Only results that passed the validity check are ever returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = [
+    "RESULT_FORMAT",
+    "STATUSES",
+    "SolverInfo",
+    "Decision",
+    "Violation",
+    "AssignmentResult",
+]
+
+RESULT_FORMAT = "stickyflow.result/1"
+STATUSES = ("optimal", "feasible", "heuristic", "fallback")
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SolverInfo:
+    """How the assignment was found (the result's ``solver`` object)."""
+
+    method: str
+    status: str
+    reason: str | None = None
+    objective: int | float | None = None
+    bound: int | float | None = None
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "status": self.status, "reason": self.reason,
+                "objective": self.objective, "bound": self.bound, "wall_s": round(self.wall_s, 6)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Decision:
+    """An assignor's raw answer, before the front door checks and measures it.
+
+    ``assignment`` is, for consumers, member id -> topic -> partitions; for
+    streams, process id -> :class:`stickyflow.streams.ClientAssignment`.
+    ``status`` is ``"optimal"``, ``"feasible"`` or ``"heuristic"``.
+    """
+
+    assignment: Mapping[str, Any]
+    method: str
+    status: str
+    objective: int | float | None = None
+    bound: int | float | None = None
+    reason: str | None = None
+    followup_rebalance_deadline_ms: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule of an assignment: a KIP-924-style ``code`` and a sentence."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class AssignmentResult:
+    """A checked assignment with its metrics; ``to_json()`` gives the spec's result object.
+
+    ``assignment`` maps, for consumers, member id -> topic -> sorted partition
+    tuple (every member present); for streams, process id -> ``ClientAssignment``.
+    """
+
+    kind: str
+    id: str | None
+    assignor: str
+    assignment: Mapping[str, Any]
+    revocations: Mapping[str, Mapping[str, tuple[int, ...]]]
+    followup_rebalance_deadline_ms: int | None
+    error: str
+    solver: SolverInfo
+    metrics: Mapping[str, Any]
+    target: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def status(self) -> str:
+        return self.solver.status
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as the spec's JSON object (plain dicts and lists)."""
+        if self.kind == "consumer":
+            assignment = {m: {t: list(p) for t, p in topics.items()} for m, topics in self.assignment.items()}
+        else:
+            assignment = {c: a.to_json() for c, a in self.assignment.items()}
+        out: dict[str, Any] = {
+            "format": RESULT_FORMAT,
+            "kind": self.kind,
+            "id": self.id,
+            "assignor": self.assignor,
+            "assignment": assignment,
+            "revocations": {m: {t: list(p) for t, p in topics.items()} for m, topics in self.revocations.items()},
+            "followup_rebalance_deadline_ms": self.followup_rebalance_deadline_ms,
+            "error": self.error,
+            "solver": self.solver.to_json(),
+            "metrics": dict(self.metrics),
+        }
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Finished:
+    """A decision checked and measured by its kind's ``finish`` function (internal to the front door).
+
+    ``assignment`` is what the result reports (for cooperative consumer groups:
+    this round's, with withheld partitions removed); ``target`` is the full
+    decision the metrics describe.
+    """
+
+    assignment: Mapping[str, Any]
+    target: Mapping[str, Any]
+    revocations: Mapping[str, Mapping[str, tuple[int, ...]]]
+    followup_rebalance_deadline_ms: int | None
+    violations: tuple[Violation, ...]
+    metrics: Mapping[str, Any]

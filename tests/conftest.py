@@ -1,0 +1,42 @@
+"""Shared test set-up: the --runslow flag, printed seeds, the shared examples and the one checker."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+SHARED_EXAMPLES = sorted((ROOT.parent / "shared" / "examples").glob("*.json"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def seed(request) -> int:
+    """A random seed, printed so a failure can be replayed (STICKYFLOW_SEED=... pins it)."""
+    value = int(os.environ.get("STICKYFLOW_SEED", random.SystemRandom().randrange(2**31)))
+    print(f"\n[seed] {request.node.nodeid}: STICKYFLOW_SEED={value}")
+    return value
+
+
+def example_paths() -> list[Path]:
+    """The bundled copies of the shared KIP examples (and the shared originals when present)."""
+    seen = {p.name: p for p in EXAMPLES}
+    for p in SHARED_EXAMPLES:
+        seen.setdefault(p.name, p)
+    return sorted(seen.values())
