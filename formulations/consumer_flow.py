@@ -137,9 +137,10 @@ def _class_loads(d: _Data) -> np.ndarray:
     tindex = {t: j for j, t in enumerate(d.topics)}
     tail, head = [], []
     for c, s in enumerate(d.classes):
-        for t in s:
-            tail.append(tindex[t])
-            head.append(c)
+        for t in d.topics:  # snapshot order, not set order: the arc order must not depend on hashing
+            if t in s:
+                tail.append(tindex[t])
+                head.append(c)
     tail = np.asarray(tail, dtype=np.int64)
     head = np.asarray(head, dtype=np.int64)
     total_c = np.bincount(head, weights=P[tail], minlength=n_classes).astype(np.int64)

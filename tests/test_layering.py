@@ -1,0 +1,67 @@
+"""Imports flow one way: adapters -> formulations, datasets -> core; the core imports nothing heavy.
+
+import-linter cannot follow this layout (its subpackages live beside ``solver/``, mapped by
+``package-dir``, so grimp does not see them under ``stickyflow``); this AST walk enforces the same contract.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("pandas", "pyspark", "matplotlib", "kafka", "aiokafka", "pyarrow", "networkx", "ortools")
+
+
+def _imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the package
+                pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
+                       "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
+                parts = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            found.append((base, node.lineno))
+    return found
+
+
+def _files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).glob("*.py"))
+
+
+@pytest.mark.parametrize("path", _files("solver"), ids=lambda p: p.name)
+def test_core_never_imports_upper_layers(path):
+    for name, line in _imports(path, top_level_only=False):
+        assert not name.startswith(("stickyflow.formulations", "stickyflow.adapters", "stickyflow.datasets")), \
+            f"{path.name}:{line} imports {name}"
+        assert name.split(".")[0] not in ("pandas", "pyspark", "matplotlib", "kafka", "aiokafka"), \
+            f"{path.name}:{line} imports {name}"
+
+
+@pytest.mark.parametrize("path", _files("solver"), ids=lambda p: p.name)
+def test_core_imports_nothing_heavy_at_import_time(path):
+    for name, line in _imports(path, top_level_only=True):
+        assert name.split(".")[0] not in HEAVY, f"{path.name}:{line} imports {name} at import time"
+
+
+@pytest.mark.parametrize("path", _files("formulations") + _files("datasets"), ids=lambda p: p.name)
+def test_formulations_and_datasets_never_import_adapters(path):
+    for name, line in _imports(path, top_level_only=False):
+        assert not name.startswith("stickyflow.adapters"), f"{path}:{line} imports {name}"
+
+
+def test_import_stickyflow_stays_light():
+    code = ("import sys, stickyflow; heavy = [m for m in %r if m in sys.modules]; "
+            "print(','.join(heavy))" % (HEAVY,))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"import stickyflow pulled in: {out}"
