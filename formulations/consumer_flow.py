@@ -187,7 +187,7 @@ def _min_max_load(d: _Data, P: np.ndarray, tail: np.ndarray, head: np.ndarray, s
         g.solve(src, sink)
         return g.optimal_flow() == total
 
-    lo, hi = -(-total // int(size.sum())), max(int(P.max()), 1)
+    lo, hi = -(-total // int(size.sum())), total  # a lone subscriber may have to take everything
     while lo < hi:
         mid = (lo + hi) // 2
         if feasible(mid):
@@ -205,8 +205,9 @@ def _solve_flow(snap: ConsumerSnapshot) -> Decision:
     M = len(snap.members)
     empty = {m.id: {} for m in snap.members}
     if not d.topics:
-        return Decision(assignment=empty, method="flow", status="optimal", objective=0, bound=0,
-                        extra={"sum_squared_loads": 0, "cost": 0})
+        cost = d.noc * _orphaned(d)
+        return Decision(assignment=empty, method="flow", status="optimal", objective=cost, bound=cost,
+                        extra={"sum_squared_loads": 0, "cost": cost})
     class_load = _class_loads(d)
     size = np.bincount(d.member_class[d.member_class >= 0], minlength=len(d.classes))
     member_ok = d.member_class >= 0
@@ -220,9 +221,15 @@ def _solve_flow(snap: ConsumerSnapshot) -> Decision:
         decision = _phase2(d, np.zeros(M, dtype=np.int64), np.where(member_ok, beta + 1, 0))
     if decision is None:
         raise SolverFaultError("the consumer flow found no feasible assignment")
-    return Decision(assignment=decision[0], method="flow", status="optimal", objective=decision[1],
-                    bound=decision[1], extra={"sum_squared_loads": decision[2], "cost": decision[1],
-                                              "build_and_solve_s": time.perf_counter() - t0})
+    assignment, cost, sumsq = decision
+    cost += d.noc * _orphaned(d)
+    return Decision(assignment=assignment, method="flow", status="optimal", objective=cost, bound=cost,
+                    extra={"sum_squared_loads": sumsq, "cost": cost, "build_and_solve_s": time.perf_counter() - t0})
+
+
+def _orphaned(d: _Data) -> int:
+    """Owned partitions of topics nobody subscribes to any more: moves every assignment must make."""
+    return sum(int(np.count_nonzero(d.prev.owner[t] >= 0)) for t in d.snap.topics if not d.subscribers[t])
 
 
 def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
