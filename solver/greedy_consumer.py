@@ -1,14 +1,12 @@
 """Kafka's two stateless consumer assignors, ``range`` and ``roundrobin``, as baselines.
 
-Both order members as Kafka's ``MemberInfo`` does (KIP-345): by
-``group.instance.id`` when both members have one, else by member id. Unlike
+Both order members as Kafka's ``MemberInfo`` does (KIP-345): static members
+first, by ``group.instance.id``, then the others by member id. Unlike
 kafka-python's round-robin, ours is correct with mixed subscriptions: each
 partition goes to the next member, in circular order, that subscribes to its topic.
 """
 
 from __future__ import annotations
-
-from functools import cmp_to_key
 
 import numpy as np
 
@@ -19,18 +17,12 @@ from .result import Decision
 __all__ = ["assign_range", "assign_roundrobin", "kafka_member_order"]
 
 
-def _compare(a: Member, b: Member) -> int:
-    if a.instance_id is not None and b.instance_id is not None:
-        ka, kb = a.instance_id, b.instance_id
-        if ka != kb:
-            return -1 if ka < kb else 1
-    ka, kb = a.id, b.id
-    return (ka > kb) - (ka < kb)
-
-
 def kafka_member_order(members: list[Member] | tuple[Member, ...]) -> list[Member]:
-    """Members in the order Kafka's range and round-robin assignors use."""
-    return sorted(members, key=cmp_to_key(_compare))
+    """Members in the order Kafka's range and round-robin assignors use (``MemberInfo.compareTo``).
+
+    Static members (with a ``group.instance.id``) come first, by instance id; then dynamic ones by member id.
+    """
+    return sorted(members, key=lambda m: (m.instance_id is None, m.instance_id or "", m.id))
 
 
 def assign_range(snap: ConsumerSnapshot, options: SolveOptions | None = None) -> Decision:
