@@ -1,0 +1,216 @@
+"""``stickyflow report``: the table adds up, the plots render (non-empty PNGs), the HTML page embeds them and the
+table, and the Pareto sweep behaves as a parametric optimum must (more weight on traffic: never more cross-rack
+reads, never fewer moves)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("matplotlib")
+pytest.importorskip("pyarrow")
+
+import stickyflow  # noqa: E402
+from stickyflow.adapters import report  # noqa: E402
+from stickyflow.adapters.cli import main  # noqa: E402
+from tests.checker import check_result  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _available(kind: str) -> list[str]:
+    out = []
+    for a in ("optimal", "sticky", "range", "roundrobin"):
+        if a in stickyflow.available_assignors(kind):
+            try:
+                stickyflow.get_assignor(a, kind).load()
+            except ImportError:
+                continue
+            out.append(a)
+    return out
+
+
+def _batch(snapshots, assignors) -> "pd.DataFrame":
+    """What ``stickyflow batch`` writes, made in-process by the pandas adapter (the same rows as on Spark),
+    plus one snapshot that is broken."""
+    from stickyflow.adapters.pandas import solve_frame
+
+    for doc in snapshots:
+        snap = stickyflow.as_snapshot(doc)
+        for a in assignors:
+            check_result(snap, stickyflow.assign(snap, a))
+    texts = [json.dumps(d) for d in snapshots] + ['{"format": "stickyflow.snapshot/1", "kind": "consumer", '
+                                                  '"topics": {}, "members": [{"id": 3, "subscription": []}]}']
+    return solve_frame(pd.DataFrame({"snapshot": texts}), assignors)
+
+
+@pytest.fixture
+def batch(tmp_path, seed):
+    frame = _batch(report.pareto_snapshots(5, seed), _available("consumer"))
+    path = tmp_path / "batch.parquet"
+    frame.to_parquet(path)
+    return path, frame
+
+
+def test_summary_table_adds_up(batch):
+    _, frame = batch
+    table = report.summary_table(frame)
+    assert set(table["assignor"]) == set(_available("consumer"))
+    for _, row in table.iterrows():
+        rows = frame[(frame["assignor"] == row["assignor"]) & frame["error"].isna()]
+        assert row["solved"] == len(rows)
+        assert row["moves_total"] == rows["moves"].sum()
+        assert row["cross_rack_total"] == rows["cross_rack"].sum()
+        assert row["imbalance_max"] == rows["imbalance"].max()
+        assert row["optimal"] + row["feasible"] + row["heuristic"] + row["fallback"] == row["solved"]
+    opt = table[table["assignor"] == "optimal"].iloc[0]
+    assert opt["errors"] == 1 and opt["snapshots"] == 6
+
+
+def test_report_renders(batch, tmp_path):
+    path, frame = batch
+    out = tmp_path / "report"
+    rep = report.write_report(path, out, pareto_count=3, pareto_seed=1, ratios=(0, 1, 100))
+    for name in ("metrics.png", "time_vs_size.png", "pareto.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == PNG and len(data) > 5_000, name
+    page = (out / "report.html").read_text(encoding="utf-8")
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 3
+    assert {base64.b64decode(i) for i in images} == {(out / n).read_bytes() for n in
+                                                     ("metrics.png", "time_vs_size.png", "pareto.png")}
+    assert page.count("<table") >= 3  # summary, sweep totals, rows with errors
+    for a in _available("consumer"):
+        assert f"<td>{a}</td>" in page
+    assert "members[0].id: must be a string" in page  # the broken snapshot's row
+    assert "src=\"http" not in page and "<script" not in page  # self-contained
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["assignor"]) == list(rep.summary["assignor"])
+    sweep = pd.read_csv(out / "pareto.csv")
+    assert set(sweep["ratio"]) == {0, 1, 100}
+
+
+def test_pareto_sweep_is_monotone(seed):
+    snaps = report.pareto_snapshots(6, seed)
+    sweep = report.pareto_sweep(snaps, assignors=("optimal", "range"))
+    opt = sweep[(sweep["assignor"] == "optimal")].sort_values("ratio")
+    assert list(opt["ratio"]) == list(report.DEFAULT_RATIOS)
+    assert (opt["snapshots"] == 6).all() and (opt["fallbacks"] == 0).all()
+    moves, cross = opt["moves"].tolist(), opt["cross_rack"].tolist()
+    print("moves", moves, "cross-rack", cross)
+    # a parametric optimum: raising the price of traffic never buys more traffic or fewer moves
+    assert all(a >= b for a, b in zip(cross, cross[1:]))
+    assert all(a <= b for a, b in zip(moves, moves[1:]))
+    # the weighted cost is minimal among balanced answers; range is never cheaper where it is as balanced
+    for doc in snaps:
+        for ratio in (0.1, 1, 10):
+            s = report.with_cost_ratio(doc, ratio)
+            o, g = stickyflow.assign(s, "optimal"), stickyflow.assign(s, "range")
+            check_result(stickyflow.as_snapshot(s), o)
+            if g.metrics["sum_squared_loads"] == o.metrics["sum_squared_loads"]:
+                cost = lambda r: 10 * r.metrics["moves"] + round(ratio * 10) * r.metrics["cross_rack"]  # noqa: E731
+                assert cost(o) <= cost(g)
+    # the greedy assignors do not read the costs: one point each
+    assert sweep[sweep["assignor"] == "range"][["moves", "cross_rack"]].drop_duplicates().shape[0] == 1
+
+
+def test_pareto_front():
+    assert report.pareto_front([]) == []
+    assert report.pareto_front([(1, 1), (1, 1), (0, 5), (2, 0), (3, 3)]) == [(0, 5), (1, 1), (2, 0)]
+
+
+def test_with_cost_ratio_rewrites_only_the_costs(seed):
+    doc = report.pareto_snapshots(1, seed)[0]
+    out = report.with_cost_ratio(doc, 2.5)
+    assert out["config"]["traffic_cost"] == 25 and out["config"]["non_overlap_cost"] == 10
+    before = stickyflow.snapshot_to_json(stickyflow.as_snapshot(doc))
+    assert {k: v for k, v in out.items() if k != "config"} == {k: v for k, v in before.items() if k != "config"}
+    streams = {"format": "stickyflow.snapshot/1", "kind": "streams", "tasks": [], "clients": []}
+    cfg = report.with_cost_ratio(streams, 0.1)["config"]
+    assert (cfg["rack_aware_assignment_traffic_cost"], cfg["rack_aware_assignment_non_overlap_cost"],
+            cfg["rack_aware_assignment_strategy"]) == (1, 10, "min_traffic")
+    stickyflow.as_snapshot(report.with_cost_ratio(streams, 0.1))  # still a valid snapshot
+
+
+def test_sizes_and_missing_columns(tmp_path):
+    frame = pd.DataFrame({"kind": ["consumer", "streams"], "assignor": ["optimal", "optimal"],
+                          "tasks": [None, 40], "partitions": [100, None], "wall_s": [0.1, 0.2], "moves": [1, 2],
+                          "imbalance": [0, 0]})
+    loaded = report.load_batch(frame)
+    assert loaded["size"].tolist() == [100, 40]
+    assert loaded["cross_rack"].isna().all() and loaded["error"].isna().all()
+    assert report.plot_time_vs_size(loaded)[:8] == PNG
+    with pytest.raises(stickyflow.InvalidSnapshotError) as err:
+        report.load_batch(pd.DataFrame({"kind": ["consumer"]}))
+    assert err.value.field == "batch.assignor"
+
+
+def test_missing_matplotlib_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(stickyflow.BackendMissingError, match=r"stickyflow\[plots\]"):
+        report.plot_pareto(pd.DataFrame())
+
+
+def test_cli_report(batch, tmp_path, capsys):
+    path, _ = batch
+    out = tmp_path / "cli"
+    assert main(["report", str(path), "-o", str(out), "--pareto-count", "2", "--ratios", "0,1"]) == 0
+    text = capsys.readouterr().out
+    assert "optimal" in text and "moves_total" in text
+    for name in ("summary.csv", "metrics.png", "time_vs_size.png", "pareto.png", "pareto.csv", "report.html"):
+        assert (out / name).stat().st_size > 0, name
+    # the sweep from a dataset of snapshots (the batch's own input)
+    from stickyflow.datasets.io import write_dataset
+
+    data = write_dataset(report.pareto_snapshots(2, 3), tmp_path / "input.jsonl")
+    assert main(["report", str(path), "-o", str(tmp_path / "cli2"), "--pareto-input", str(data),
+                 "--ratios", "0,10", "--pareto-assignors", "optimal,range"]) == 0
+    sweep = pd.read_csv(tmp_path / "cli2" / "pareto.csv")
+    assert set(sweep["assignor"]) == {"optimal", "range"} and (sweep["snapshots"] == 2).all()
+    assert main(["report", str(path), "-o", str(tmp_path / "cli3"), "--no-pareto"]) == 0
+    assert not (tmp_path / "cli3" / "pareto.png").exists()
+    assert main(["report", str(tmp_path / "nope.parquet"), "-o", str(out)]) == 2
+    assert main(["report", str(path), "-o", str(out), "--ratios", "a,b"]) == 2
+
+
+def test_simulation_report(tmp_path):
+    from stickyflow.datasets.simulator import preset, simulate
+
+    sc = preset("consumer-cooperative", seed=2)
+    sc = sc.replace(rounds=6, events=[e for e in sc.events if e.round < 6])
+    sim = simulate(sc, _available("consumer")[:2])
+    rep = report.write_simulation_report(sim, tmp_path)
+    png = (tmp_path / "simulation.png").read_bytes()
+    assert png[:8] == PNG and len(png) > 5_000
+    page = (tmp_path / "simulation.html").read_text()
+    assert base64.b64encode(png).decode() in page and "<table" in page
+    rounds = pd.read_csv(tmp_path / "rounds.csv")
+    assert len(rounds) == 6 * len(sim.runs)
+    assert [None if pd.isna(x) else int(x) for x in rep.summary["rounds_to_converge"]] == \
+        [c for r in sim.runs for c in r.rounds_to_converge]
+
+
+def test_pareto_sweep_streams(tmp_path, seed):
+    from stickyflow.datasets.generators import streams_snapshot
+
+    if "optimal" not in _available("streams"):
+        pytest.skip("no streams optimizer available yet")
+    docs = [streams_snapshot("scale_out", tasks=12, clients=4, racks=3, seed=seed + k) for k in range(2)]
+    docs += report.pareto_snapshots(2, seed)
+    sweep = report.pareto_sweep(docs, ratios=(0, 100), assignors=("optimal", "sticky", "range"), time_limit=10)
+    print(sweep.to_string())
+    assert set(zip(sweep["kind"], sweep["assignor"])) == {("consumer", "optimal"), ("consumer", "sticky"),
+                                                          ("consumer", "range"), ("streams", "optimal"),
+                                                          ("streams", "sticky")}
+    opt = sweep[(sweep["kind"] == "streams") & (sweep["assignor"] == "optimal")].sort_values("ratio")
+    assert (opt["snapshots"] == 2).all()
+    if (opt["proven"] == opt["snapshots"]).all():
+        assert opt["cross_rack"].iloc[1] <= opt["cross_rack"].iloc[0]
+        assert opt["moves"].iloc[1] >= opt["moves"].iloc[0]
+    png = report.plot_pareto(sweep, tmp_path / "pareto.png")
+    assert png[:8] == PNG and (tmp_path / "pareto.png").stat().st_size == len(png)
