@@ -34,9 +34,15 @@ def check_result(snapshot, result: AssignmentResult) -> None:
     else:
         from stickyflow.streams_check import validate_streams
 
+        from stickyflow.streams_check import streams_metrics
+
         violations = validate_streams(snapshot, result.assignment,
                                       followup_rebalance_deadline_ms=result.followup_rebalance_deadline_ms)
         assert not violations, violations
+        assert set(result.assignment) == {c.process_id for c in snapshot.clients}
+        metrics = streams_metrics(snapshot, result.assignment)
+        for key in ("moves", "imbalance", "cross_rack"):
+            assert result.metrics[key] == metrics[key], (key, result.metrics[key], metrics[key])
 
 
 def _claimed_by(prev, topic, i) -> set[int]:
