@@ -24,8 +24,11 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from .consumer import ConsumerSnapshot, previous_owners
-from .consumer_check import cooperative_split, inspect_consumer, normalize_consumer_assignment
+import numpy as np
+
+from .consumer import ConsumerSnapshot, previous_owners, remembered_claims
+from .consumer_check import (ArrayAssignment, as_array_assignment, cooperative_split, inspect_consumer,
+                             normalize_consumer_assignment)
 from .errors import InvalidSnapshotError, SolverFaultError, StickyflowError, UnknownAssignorError
 from .registry import SolveOptions, get_assignor
 from .result import AssignmentResult, Decision, Finished, SolverInfo
@@ -65,6 +68,13 @@ def assign(snapshot: Any, assignor: str = "optimal", *, time_limit: float | None
     snap = as_snapshot(snapshot)
     spec = get_assignor(assignor, snap.kind)
     options = SolveOptions(time_limit=time_limit, seed=seed, num_workers=num_workers, method=method, extra=extra)
+    if snap.kind == "consumer":
+        with remembered_claims(snap):  # the assignor, the check and the metrics resolve the claims once
+            return _assign(snap, spec, options, assignor, fallback)
+    return _assign(snap, spec, options, assignor, fallback)
+
+
+def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback: bool) -> AssignmentResult:
     finish = _finisher(snap.kind)
     t0 = time.perf_counter()
     reason: str | None = None
@@ -118,14 +128,22 @@ def assign(snapshot: Any, assignor: str = "optimal", *, time_limit: float | None
 def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
     """Check a consumer decision, apply KIP-429 when cooperative, and measure the target."""
     prev = previous_owners(snap)
-    target = normalize_consumer_assignment(snap, decision.assignment)
-    violations, metrics = inspect_consumer(snap, target, prev=prev)
+    # a plain decision is checked, measured and normalized as owner arrays, in numpy; anything
+    # irregular (unknown ids, partitions given twice, ...) takes the per-pair path that names it
+    arrays = as_array_assignment(snap, decision.assignment)
+    target = arrays.to_tuples() if arrays is not None else normalize_consumer_assignment(snap, decision.assignment)
+    checked = arrays if arrays is not None else target
+    violations, metrics = inspect_consumer(snap, checked, prev=prev)
     assignment: Mapping[str, Any] = target
     revocations: Mapping[str, Any] = {}
     followup = None
     if not violations and snap.protocol == "cooperative":
-        step = cooperative_split(snap, target, prev)
-        violations, _ = inspect_consumer(snap, step.assignment, withheld=step.withheld, prev=prev)
+        step = cooperative_split(snap, checked, prev)
+        this_round: Any = step.assignment
+        if arrays is not None:  # check this round from the arrays too
+            this_round = ArrayAssignment(snap, {t: np.where(step.withheld[t], -1, a) if t in step.withheld else a
+                                                for t, a in arrays.owners.items()})
+        violations, _ = inspect_consumer(snap, this_round, withheld=step.withheld, prev=prev)
         assignment, revocations = step.assignment, step.revocations
         metrics = dict(metrics, withheld=int(sum(int(m.sum()) for m in step.withheld.values())))
         followup = snap.now_ms if step.revoking else None

@@ -15,9 +15,14 @@ configuration. See ``snapshot-format.md`` (kind ``"consumer"``).
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import chain
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -96,10 +101,19 @@ class ConsumerSnapshot:
     def subscribers(self) -> dict[str, list[int]]:
         """Topic name -> indexes of the members subscribing to it (existing topics only)."""
         subs: dict[str, list[int]] = {t: [] for t in self.topics}
+        # members sharing a subscription are handled together: with thousands of members reading
+        # hundreds of topics each, one step per (member, topic) would dominate
+        same: dict[tuple[str, ...], list[int]] = {}
         for i, m in enumerate(self.members):
-            for t in m.subscription:
-                if t in subs:
-                    subs[t].append(i)
+            same.setdefault(m.subscription, []).append(i)
+        for sub, idx in same.items():
+            for t in sub:
+                lst = subs.get(t)
+                if lst is not None:
+                    lst.extend(idx)
+        if len(same) > 1:
+            for lst in subs.values():
+                lst.sort()
         return subs
 
     def assignable_topics(self) -> list[str]:
@@ -195,7 +209,9 @@ def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[Member, ...]:
         instance_id = chk.string(m, "instance_id", path, required=False, allow_null=True)
         owned_raw = chk.obj(m, "owned", path, required=False)
         owned: dict[str, tuple[int, ...]] = {}
-        if owned_raw:
+        if owned_raw and _plain_owned(owned_raw):
+            owned = dict(zip(owned_raw, map(tuple, owned_raw.values())))
+        elif owned_raw:  # something is wrong: find and name every culprit
             for topic, parts in owned_raw.items():
                 ppath = f"{join(path + '.owned', topic)}"
                 if not isinstance(parts, list):
@@ -218,6 +234,15 @@ def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[Member, ...]:
             instance_id=instance_id,
         ))
     return tuple(members)
+
+
+def _plain_owned(owned: dict[str, Any]) -> bool:
+    """True when every value is a list of integers >= 0 (one pass in C over all of a member's claims)."""
+    values = owned.values()
+    if set(map(type, values)) != {list}:
+        return False
+    flat = list(chain.from_iterable(values))
+    return not flat or (set(map(type, flat)) == {int} and min(flat) >= 0)
 
 
 def _parse_config(doc: Mapping[str, Any], chk: Checker) -> ConsumerConfig:
@@ -293,6 +318,23 @@ class PreviousOwners:
         return None if o < 0 else o
 
 
+_MEMO: ContextVar[list | None] = ContextVar("stickyflow_previous_owners", default=None)
+
+
+@contextmanager
+def remembered_claims(snap: ConsumerSnapshot):
+    """Within this block, :func:`previous_owners` of ``snap`` is resolved once and reused.
+
+    The front door solves, checks and measures one snapshot, and each step needs
+    the claims; a snapshot is read-only, so within one call they cannot change.
+    """
+    token = _MEMO.set([snap, None])
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
 def previous_owners(snap: ConsumerSnapshot) -> PreviousOwners:
     """Resolve every claim of ``snap`` (KIP-341): the higher generation wins, equal generations: nobody.
 
@@ -307,37 +349,113 @@ def previous_owners(snap: ConsumerSnapshot) -> PreviousOwners:
     >>> previous_owners(s).owner["t"].tolist()
     [0, 1]
     """
-    owner: dict[str, np.ndarray] = {}
-    best: dict[str, np.ndarray] = {}
-    tie: dict[str, np.ndarray] = {}
-    claims: dict[str, list[tuple[int, np.ndarray]]] = {}
-    for t, topic in snap.topics.items():
-        owner[t] = np.full(topic.partitions, -1, dtype=np.int32)
-    for i, m in enumerate(snap.members):
-        gen = -1 if m.generation is None else m.generation
-        for t, parts in m.owned.items():
-            topic = snap.topics.get(t)
-            if topic is None or not parts:
-                continue
-            p = np.unique(np.asarray(parts, dtype=np.int64))
-            p = p[p < topic.partitions]
-            if not len(p):
-                continue
-            claims.setdefault(t, []).append((i, p))
-            if t not in best:
-                best[t] = np.full(topic.partitions, np.iinfo(np.int64).min, dtype=np.int64)
-                tie[t] = np.zeros(topic.partitions, dtype=bool)
-            b, o, ti = best[t], owner[t], tie[t]
-            cur = b[p]
-            win = p[gen > cur]
-            draw = p[gen == cur]
-            b[win] = gen
-            o[win] = i
-            ti[win] = False
-            ti[draw] = True
-    for t, ti in tie.items():
-        owner[t][ti] = -1
-    return PreviousOwners(
-        owner=MappingProxyType(owner),
-        claims=MappingProxyType({t: tuple(c) for t, c in claims.items()}),
-    )
+    memo = _MEMO.get()
+    if memo is not None and memo[0] is snap:
+        if memo[1] is None:
+            memo[1] = _resolve_claims(snap)
+        return memo[1]
+    return _resolve_claims(snap)
+
+
+def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
+    # One pass over flat arrays of every (member, topic, partition) claim, so the cost grows with the
+    # claims, not with a Python step per (member, topic): a million partitions owned one per topic
+    # and member (Kafka's round-robin layout) resolve in a fraction of a second.
+    names = list(snap.topics)
+    tindex = {t: j for j, t in enumerate(names)}
+    sizes = np.fromiter((t.partitions for t in snap.topics.values()), dtype=np.int64, count=len(names))
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    owner_all = np.full(total, -1, dtype=np.int32)
+    members = snap.members
+    per_member = np.fromiter(map(len, (m.owned for m in members)), dtype=np.int64, count=len(members))
+    flat_claims = None
+    if per_member.any():
+        # every claim flattened in C: topics, lengths and partitions of all (member, topic) claims
+        lookup = defaultdict(lambda: -1, tindex)  # a deleted topic: -1
+        claim_topic = np.fromiter(map(lookup.__getitem__, chain.from_iterable(m.owned for m in members)),
+                                  dtype=np.int64, count=int(per_member.sum()))
+        lens = np.fromiter(map(len, chain.from_iterable(m.owned.values() for m in members)), dtype=np.int64,
+                           count=len(claim_topic))
+        flat = np.fromiter(chain.from_iterable(chain.from_iterable(m.owned.values() for m in members)),
+                           dtype=np.int64, count=int(lens.sum()))
+        gen_of = np.fromiter((-1 if m.generation is None else m.generation for m in members), dtype=np.int64,
+                             count=len(members))
+        e_topic = np.repeat(claim_topic, lens)
+        e_member = np.repeat(np.repeat(np.arange(len(members), dtype=np.int64), per_member), lens)
+        ok = (e_topic >= 0) & (flat >= 0)
+        ok[ok] = flat[ok] < sizes[e_topic[ok]]
+        gid = offsets[e_topic[ok]] + flat[ok]
+        e_member = e_member[ok]
+        if len(gid) and int(np.bincount(gid, minlength=total).max()) <= 1:
+            owner_all[gid] = e_member  # no partition claimed twice: every claim wins
+        else:
+            e_gen = gen_of[e_member]
+            # by partition, then generation (highest first), then member: the head of each run wins,
+            # unless the next entry is another member's claim of the same generation (a tie: nobody)
+            order = np.lexsort((e_member, -e_gen, gid))
+            gid, e_member, e_gen = gid[order], e_member[order], e_gen[order]
+            fresh = np.ones(len(gid), dtype=bool)  # drop a member listing the same partition twice
+            fresh[1:] = (gid[1:] != gid[:-1]) | (e_member[1:] != e_member[:-1])
+            gid, e_member, e_gen = gid[fresh], e_member[fresh], e_gen[fresh]
+            head = np.ones(len(gid), dtype=bool)
+            head[1:] = gid[1:] != gid[:-1]
+            tie = np.zeros(len(gid), dtype=bool)
+            tie[:-1] = ~head[1:] & (e_gen[1:] == e_gen[:-1])
+            win = head & ~tie
+            owner_all[gid[win]] = e_member[win]
+        gid.flags.writeable = e_member.flags.writeable = False
+        flat_claims = (gid, e_member)
+    owner_all.flags.writeable = False  # shared by every step of one front-door call: read-only
+    owner = {t: owner_all[offsets[j]:offsets[j + 1]] for j, t in enumerate(names)}
+    return PreviousOwners(owner=MappingProxyType(owner), claims=_Claims(names, offsets, flat_claims))
+
+
+class _Claims(Mapping):
+    """``PreviousOwners.claims``, built on first use (only the cooperative protocol needs it)."""
+
+    __slots__ = ("_names", "_offsets", "_flat", "_data")
+
+    def __init__(self, names: list[str], offsets: np.ndarray, flat: tuple[np.ndarray, np.ndarray] | None):
+        self._names, self._offsets, self._flat = names, offsets, flat
+        self._data: dict[str, tuple[tuple[int, np.ndarray], ...]] | None = None
+
+    def _get(self) -> dict[str, tuple[tuple[int, np.ndarray], ...]]:
+        if self._data is None:
+            data: dict[str, tuple[tuple[int, np.ndarray], ...]] = {}
+            if self._flat is not None and len(self._flat[0]):
+                gid, member = self._flat
+                order = np.lexsort((gid, member))  # by member, then partition (topic-major ids)
+                gid, member = gid[order], member[order]
+                topic = np.searchsorted(self._offsets, gid, side="right") - 1
+                order = np.argsort(topic, kind="stable")  # by topic, members ascending within
+                gid, member, topic = gid[order], member[order], topic[order]
+                cut = np.flatnonzero(np.r_[True, (topic[1:] != topic[:-1]) | (member[1:] != member[:-1]), True])
+                parts = gid - self._offsets[topic]
+                out: dict[int, list[tuple[int, np.ndarray]]] = {}
+                for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
+                    out.setdefault(int(topic[a]), []).append((int(member[a]), parts[a:b]))
+                data = {self._names[j]: tuple(c) for j, c in sorted(out.items())}
+            self._data = data
+        return self._data
+
+    def flat_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every claim on an existing partition as two arrays: the partition's id across all topics
+        (snapshot order, partitions numbered from each topic's offset) and the claiming member."""
+        if self._flat is None:
+            z = np.zeros(0, dtype=np.int64)
+            return z, z
+        return self._flat
+
+    def __getitem__(self, key: str) -> tuple[tuple[int, np.ndarray], ...]:
+        return self._get()[key]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return f"claims({self._get()!r})"

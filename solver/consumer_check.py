@@ -8,8 +8,12 @@ assignment into this round's assignment plus the revocations KIP-429 needs.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from itertools import chain
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -18,6 +22,8 @@ from .result import Violation
 
 __all__ = [
     "ConsumerAssignment",
+    "ArrayAssignment",
+    "as_array_assignment",
     "normalize_consumer_assignment",
     "inspect_consumer",
     "validate_consumer",
@@ -29,9 +35,210 @@ __all__ = [
 ConsumerAssignment = Mapping[str, Mapping[str, Sequence[int]]]
 
 
+class ArrayAssignment(Mapping):
+    """A consumer assignment held as one owner array per topic, for assignors that think in arrays.
+
+    ``owners[t][p]`` is the index (into ``snapshot.members``) of the member
+    given partition ``p`` of topic ``t``, or -1; topics left out are unassigned.
+    It reads as the usual ``member id -> topic -> partitions`` mapping (built on
+    first access), while the front door checks, measures and normalizes it
+    from the arrays, without a Python step per (member, topic) pair: at a
+    million partitions spread over every topic that is what decides the speed.
+    The arrays are copied once and must have one entry per partition.
+
+    >>> from stickyflow.consumer import parse_consumer
+    >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer",
+    ...     "topics": {"t": {"partitions": 3}},
+    ...     "members": [{"id": "a", "subscription": ["t"]}, {"id": "b", "subscription": ["t"]}]})
+    >>> a = ArrayAssignment(s, {"t": [1, 0, 1]})
+    >>> {m: {t: p.tolist() for t, p in d.items()} for m, d in a.items()}
+    {'a': {'t': [1]}, 'b': {'t': [0, 2]}}
+    """
+
+    __slots__ = ("snapshot", "owners", "_dict")
+
+    def __init__(self, snapshot: ConsumerSnapshot, owners: Mapping[str, Any]):
+        n = len(snapshot.members)
+        arrays: dict[str, np.ndarray] = {}
+        for t, arr in owners.items():
+            topic = snapshot.topics.get(t)
+            if topic is None:
+                raise ValueError(f"owners: topic {t!r} does not exist")
+            a = np.array(arr, dtype=np.int32)
+            if a.shape != (topic.partitions,):
+                raise ValueError(f"owners[{t!r}]: must hold one owner per partition ({topic.partitions}), not {a.shape}")
+            if len(a) and (int(a.min()) < -1 or int(a.max()) >= n):
+                raise ValueError(f"owners[{t!r}]: owners must be member indexes in [0, {n}) or -1")
+            arrays[t] = a
+        self.snapshot = snapshot
+        self.owners = {t: arrays[t] for t in snapshot.topics if t in arrays}  # snapshot order
+        self._dict: dict[str, dict[str, np.ndarray]] | None = None
+
+    def _flat(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """(topic names, then owner, topic index and partition of every assigned partition), by owner, topic, partition."""
+        names = list(self.owners)
+        if not names:
+            z = np.zeros(0, dtype=np.int64)
+            return names, z, z, z
+        own = np.concatenate([self.owners[t] for t in names])
+        sizes = np.fromiter((len(self.owners[t]) for t in names), dtype=np.int64, count=len(names))
+        topic = np.repeat(np.arange(len(names), dtype=np.int64), sizes)
+        part = np.arange(len(own), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        keep = own >= 0
+        own, topic, part = own[keep], topic[keep], part[keep]
+        order = np.argsort(own, kind="stable")  # already topic-major, partition-ascending
+        return names, own[order], topic[order], part[order]
+
+    def _runs(self, convert):
+        """member id -> topic -> ``convert(part, starts, ends)[run]``, every member present, topics in snapshot order."""
+        names, own, topic, part = self._flat()
+        return _nested(self.snapshot, names, own, topic, part, convert)
+
+    def to_tuples(self) -> dict[str, dict[str, tuple[int, ...]]]:
+        """The normalized form (:func:`normalize_consumer_assignment`): sorted tuples, every member present."""
+        return self._runs(_run_tuples)
+
+    def _get(self) -> dict[str, dict[str, np.ndarray]]:
+        if self._dict is None:
+            self._dict = self._runs(
+                lambda part, starts, ends: [part[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+        return self._dict
+
+    def __getitem__(self, key: str) -> Mapping[str, np.ndarray]:
+        return self._get()[key]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self.snapshot.members)
+
+    def __repr__(self) -> str:
+        return f"ArrayAssignment(topics={len(self.owners)}, members={len(self.snapshot.members)})"
+
+
+def _nested(snap: ConsumerSnapshot, names: list[str], own: np.ndarray, topic: np.ndarray, part: np.ndarray,
+            convert) -> dict[str, dict[str, Any]]:
+    """member id -> topic name -> ``convert(...)`` of each (member, topic) run of the sorted arrays.
+
+    ``own``, ``topic`` and ``part`` are sorted by member, then topic, then
+    partition; every member of ``snap`` is present (``{}`` when it has nothing).
+    """
+    out: dict[str, dict[str, Any]] = {m.id: {} for m in snap.members}
+    if not len(own):
+        return out
+    cut = np.flatnonzero(np.r_[True, (own[1:] != own[:-1]) | (topic[1:] != topic[:-1]), True])
+    starts, ends = cut[:-1], cut[1:]
+    with _gc_paused():
+        pieces = convert(part, starts, ends)
+        run_owner = own[starts]
+        run_topic = list(map(names.__getitem__, topic[starts].tolist()))
+        mcut = np.flatnonzero(np.r_[True, run_owner[1:] != run_owner[:-1], True]).tolist()
+        ids = [m.id for m in snap.members]
+        owners = run_owner.tolist()
+        for a, b in zip(mcut[:-1], mcut[1:]):
+            out[ids[owners[a]]] = dict(zip(run_topic[a:b], pieces[a:b]))
+    return out
+
+
+@contextmanager
+def _gc_paused():
+    """Pause the cycle collector while building many small containers that hold no cycles.
+
+    Each allocation burst of a million tuples would otherwise trigger collections
+    that scan every object alive, the snapshot included, again and again.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[tuple[int, ...]]:
+    """``tuple(part[s:e])`` for every run, as Python ints, in run order.
+
+    Short runs (a member holding one or two partitions of each of hundreds of
+    topics) are zipped column-wise in C, one length at a time; longer ones are sliced.
+    """
+    n = len(starts)
+    lengths = ends - starts
+    flat = part.tolist()
+    if n < 256 or int(lengths.min()) > 8:
+        return [tuple(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+    grouped: list[tuple[int, ...]] = []
+    order: list[np.ndarray] = []
+    for L in range(1, 9):
+        idx = np.flatnonzero(lengths == L)
+        if len(idx):
+            order.append(idx)
+            first = starts[idx]
+            grouped.extend(zip(*(part[first + i].tolist() for i in range(L))))
+    idx = np.flatnonzero(lengths > 8)
+    if len(idx):
+        order.append(idx)
+        grouped.extend(tuple(flat[a:b]) for a, b in zip(starts[idx].tolist(), ends[idx].tolist()))
+    back = np.empty(n, dtype=np.int64)
+    back[np.concatenate(order)] = np.arange(n)
+    return list(map(grouped.__getitem__, back.tolist()))
+
+
+def as_array_assignment(snap: ConsumerSnapshot, assignment: ConsumerAssignment) -> ArrayAssignment | None:
+    """``assignment`` as an :class:`ArrayAssignment`, when it is a plain one: every member of ``snap``
+    present and nobody else, known topics, partitions in range, none given twice. Else ``None``
+    (the per-pair path then names what is wrong).
+
+    The conversion reads every (member, topic) pair in C (``chain``, ``map``), so a greedy
+    assignor's dict of a million pairs is checked and measured as fast as the optimizer's arrays.
+    """
+    if isinstance(assignment, ArrayAssignment):
+        return assignment if assignment.snapshot is snap else None
+    index = snap.member_index()
+    if len(assignment) != len(index) or not all(map(index.__contains__, assignment)):
+        return None
+    names = list(snap.topics)
+    tpos = {t: j for j, t in enumerate(names)}
+    sizes = np.fromiter((t.partitions for t in snap.topics.values()), dtype=np.int64, count=len(names))
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    inner = list(assignment.values())
+    pair_topic = list(chain.from_iterable(inner))
+    if not all(map(tpos.__contains__, pair_topic)):
+        return None
+    values = list(chain.from_iterable(d.values() for d in inner))
+    try:
+        lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        if values and set(map(type, values)) == {np.ndarray}:
+            flat = np.concatenate(values) if values else np.zeros(0, dtype=np.int64)
+            if flat.dtype.kind not in "iu":
+                return None
+        else:
+            flat = np.fromiter(chain.from_iterable(values), dtype=np.int64, count=int(lens.sum()))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    per_member = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
+    member = np.repeat(np.repeat(np.fromiter(map(index.__getitem__, assignment), dtype=np.int64,
+                                             count=len(inner)), per_member), lens)
+    topic = np.repeat(np.fromiter(map(tpos.__getitem__, pair_topic), dtype=np.int64, count=len(pair_topic)), lens)
+    flat = flat.astype(np.int64, copy=False)
+    if len(flat) and (int(flat.min()) < 0 or bool((flat >= sizes[topic]).any())):
+        return None
+    gid = offsets[topic] + flat
+    total = int(offsets[-1])
+    if len(gid) and int(np.bincount(gid, minlength=total).max()) > 1:
+        return None
+    owner = np.full(total, -1, dtype=np.int32)
+    owner[gid] = member
+    return ArrayAssignment(snap, {t: owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(names)})
+
+
 def normalize_consumer_assignment(snap: ConsumerSnapshot, assignment: ConsumerAssignment
                                   ) -> dict[str, dict[str, tuple[int, ...]]]:
     """Every member present (unknown ids kept, for the check to report), topics in snapshot order, partitions sorted; empty topic lists dropped."""
+    if isinstance(assignment, ArrayAssignment) and assignment.snapshot is snap:
+        return assignment.to_tuples()
     out: dict[str, dict[str, tuple[int, ...]]] = {m.id: {} for m in snap.members}
     for mid, topics in assignment.items():
         dest = out.setdefault(mid, {})
@@ -66,6 +273,8 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
     (topic -> boolean mask) marks partitions that the cooperative protocol
     legitimately leaves unassigned this round.
     """
+    if isinstance(assignment, ArrayAssignment) and assignment.snapshot is snap:
+        return _inspect_arrays(snap, assignment, withheld=withheld, prev=prev)
     violations: list[Violation] = []
     index = snap.member_index()
     subs = snap.subscribers()
@@ -154,6 +363,75 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
     return violations, metrics
 
 
+def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
+                    withheld: Mapping[str, np.ndarray] | None, prev: PreviousOwners | None,
+                    ) -> tuple[list[Violation], dict[str, Any]]:
+    """:func:`inspect_consumer` for an :class:`ArrayAssignment`: the same rules and metrics, in numpy.
+
+    Owner arrays cannot name unknown members, topics or partitions, nor give a
+    partition twice; what is left to check is subscriptions and coverage.
+    """
+    violations: list[Violation] = []
+    subs = snap.subscribers()
+    n = len(snap.members)
+    ids = [m.id for m in snap.members]
+    loads = np.zeros(n, dtype=np.int64)
+    prev = prev or previous_owners(snap)
+    rack_aware = snap.rack_aware
+    rack_index: dict[str, int] = {}
+    member_rack = np.array([rack_index.setdefault(m.rack, len(rack_index)) if m.rack is not None else -1
+                            for m in snap.members], dtype=np.int32)
+    reads = np.zeros(n, dtype=bool)
+    unsubscribed: list[tuple[int, int, str]] = []  # (member, topic position, topic) for the messages
+    moves = 0
+    cross = 0
+    for pos, (t, topic) in enumerate(snap.topics.items()):
+        P = topic.partitions
+        new_owner = assignment.owners.get(t)
+        if new_owner is None:
+            new_owner = np.full(P, -1, dtype=np.int32)
+        assigned = new_owner >= 0
+        got = new_owner[assigned]
+        if len(got):
+            loads += np.bincount(got, minlength=n)
+            reads[:] = False
+            reads[subs[t]] = True
+            bad = np.unique(got[~reads[got]])
+            unsubscribed.extend((int(i), pos, t) for i in bad)
+        if subs[t]:
+            missing = ~assigned
+            if withheld is not None and t in withheld:
+                missing &= ~withheld[t]
+            nmiss = int(missing.sum())
+            if nmiss:
+                violations.append(Violation("PARTITION_UNASSIGNED",
+                                            f"{nmiss} partition(s) of {t} are subscribed but unassigned, e.g. {t}-{int(np.flatnonzero(missing)[0])}"))
+        old = prev.owner[t]
+        moves += int(np.count_nonzero((old >= 0) & (new_owner != old)))
+        if rack_aware and topic.racks is not None and rack_index and len(got):
+            rs, sets = _rackset_ids(topic.racks)
+            table = np.zeros((len(sets), len(rack_index) + 1), dtype=bool)  # last column: member without rack
+            for s_id, s_ in enumerate(sets):
+                if s_:
+                    for r, r_id in rack_index.items():
+                        table[s_id, r_id] = r not in s_
+            cross += int(np.count_nonzero(table[rs[assigned], member_rack[got]]))
+    # the dict path reports these per member, in member order, then topic order
+    violations[:0] = [Violation("UNSUBSCRIBED_TOPIC", f"{ids[i]!r} is assigned {t} but does not subscribe to it")
+                      for i, _, t in sorted(unsubscribed)]
+    metrics: dict[str, Any] = {
+        "moves": moves,
+        "imbalance": int(loads.max() - loads.min()) if n else 0,
+        "cross_rack": cross if rack_aware else None,
+        "sum_squared_loads": int(np.dot(loads, loads)),
+        "max_load": int(loads.max()) if n else 0,
+        "min_load": int(loads.min()) if n else 0,
+        "partitions": int(sum(snap.topics[t].partitions for t in snap.topics if subs[t])),
+        "members": n,
+    }
+    return violations, metrics
+
+
 def validate_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, **kw) -> list[Violation]:
     """Every violation of the consumer-group rules by ``assignment`` (empty when valid).
 
@@ -195,13 +473,17 @@ def cooperative_split(snap: ConsumerSnapshot, target: Mapping[str, Mapping[str, 
     Every claim counts here, losing KIP-341 claims included: safety first.
     """
     prev = prev or previous_owners(snap)
+    if isinstance(target, ArrayAssignment) and target.snapshot is snap:
+        return _cooperative_arrays(snap, target, prev)
     ids = [m.id for m in snap.members]
     new_owner: dict[str, np.ndarray] = {}
     for t, topic in snap.topics.items():
         new_owner[t] = np.full(topic.partitions, -1, dtype=np.int32)
     index = snap.member_index()
     for mid, topics in target.items():
-        i = index[mid]
+        i = index.get(mid)
+        if i is None:  # an unknown id holding nothing (one holding something fails the check first)
+            continue
         for t, parts in topics.items():
             if len(parts):
                 new_owner[t][np.asarray(parts, dtype=np.int64)] = i
@@ -235,3 +517,45 @@ def cooperative_split(snap: ConsumerSnapshot, target: Mapping[str, Mapping[str, 
         assignment[mid] = out
     revocations = {m: r for m, r in revocations.items() if r}
     return CooperativeStep(assignment=assignment, revocations=revocations, withheld=withheld)
+
+
+def _cooperative_arrays(snap: ConsumerSnapshot, target: ArrayAssignment, prev: PreviousOwners) -> CooperativeStep:
+    """:func:`cooperative_split` for an :class:`ArrayAssignment`, on flat arrays of every claim."""
+    names = list(snap.topics)
+    sizes = np.fromiter((t.partitions for t in snap.topics.values()), dtype=np.int64, count=len(names))
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    pos = {t: j for j, t in enumerate(names)}
+    own = np.full(total, -1, dtype=np.int64)
+    for t, arr in target.owners.items():
+        own[offsets[pos[t]]:offsets[pos[t] + 1]] = arr
+    flat = getattr(prev.claims, "flat_arrays", None)
+    if flat is not None:
+        gid, member = flat()
+    else:  # a hand-made PreviousOwners: flatten its claims
+        g, m = [], []
+        for t, claims in prev.claims.items():
+            for i, parts in claims:
+                g.append(offsets[pos[t]] + np.asarray(parts, dtype=np.int64))
+                m.append(np.full(len(parts), i, dtype=np.int64))
+        gid = np.concatenate(g) if g else np.zeros(0, dtype=np.int64)
+        member = np.concatenate(m) if m else np.zeros(0, dtype=np.int64)
+    same = own[gid] == member
+    kept = np.zeros(total, dtype=bool)
+    kept[gid[same]] = True
+    lost_g, lost_m = gid[~same], member[~same]
+    mask = np.zeros(total, dtype=bool)
+    mask[lost_g] = True
+    # a new owner that already holds the partition keeps it; anyone else waits for the revocation
+    mask &= ~kept & (own >= 0)
+    withheld = {t: mask[offsets[j]:offsets[j + 1]].copy() for j, t in enumerate(names)
+                if mask[offsets[j]:offsets[j + 1]].any()}
+    round_own = np.where(mask, -1, own)
+    assignment = ArrayAssignment(snap, {t: round_own[offsets[pos[t]]:offsets[pos[t] + 1]] for t in target.owners})
+    order = np.lexsort((lost_g, lost_m))
+    lost_g, lost_m = lost_g[order], lost_m[order]
+    topic = np.searchsorted(offsets, lost_g, side="right") - 1
+    revoked = _nested(snap, names, lost_m, topic, lost_g - offsets[topic], _run_tuples)
+    return CooperativeStep(assignment=assignment.to_tuples(), revocations={m: r for m, r in revoked.items() if r},
+                           withheld=withheld)

@@ -15,6 +15,7 @@ from typing import Any, Union
 from . import _jsonio
 from ._check import Checker
 from .consumer import SNAPSHOT_FORMAT, ConsumerSnapshot, consumer_to_json, parse_consumer
+from .consumer_check import _gc_paused
 from .errors import InvalidSnapshotError, Problem
 
 __all__ = ["Snapshot", "parse_snapshot", "loads_snapshot", "load_snapshot", "as_snapshot", "snapshot_to_json",
@@ -27,6 +28,11 @@ def parse_snapshot(doc: Any) -> Snapshot:
     """A snapshot of either kind from parsed JSON; :class:`InvalidSnapshotError` names the field on bad input."""
     if not isinstance(doc, dict):
         raise InvalidSnapshotError(Problem("snapshot", "must be a JSON object"))
+    with _gc_paused():
+        return _parse(doc)
+
+
+def _parse(doc: dict) -> Snapshot:
     chk = Checker()
     fmt = doc.get("format")
     if fmt != SNAPSHOT_FORMAT:
@@ -48,11 +54,12 @@ def parse_snapshot(doc: Any) -> Snapshot:
 
 def loads_snapshot(text: bytes | str) -> Snapshot:
     """A snapshot from JSON text."""
-    try:
-        doc = _jsonio.loads(text)
-    except ValueError as exc:
-        raise InvalidSnapshotError(Problem("snapshot", f"is not valid JSON ({_short(exc)})")) from None
-    return parse_snapshot(doc)
+    with _gc_paused():  # JSON makes millions of lists and dicts, none in a cycle: collecting meanwhile only costs
+        try:
+            doc = _jsonio.loads(text)
+        except ValueError as exc:
+            raise InvalidSnapshotError(Problem("snapshot", f"is not valid JSON ({_short(exc)})")) from None
+        return parse_snapshot(doc)
 
 
 def load_snapshot(path: str | os.PathLike) -> Snapshot:

@@ -69,7 +69,8 @@ def check_result_json(snap, doc: dict, assignor: str) -> None:
 
 def doc_target(snap, doc) -> dict:
     """The full decision behind a cooperative round: this round's partitions plus the withheld ones."""
-    result = stickyflow.assign(snap, doc["assignor"])  # deterministic: the same decision again
+    method = doc["solver"]["method"] if doc["assignor"] == "optimal" else None
+    result = stickyflow.assign(snap, doc["assignor"], method=method)  # deterministic: the same decision again
     return {m: {t: list(p) for t, p in topics.items()} for m, topics in result.target.items()}
 
 
