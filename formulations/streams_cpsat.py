@@ -1,0 +1,499 @@
+r"""The streams model of :mod:`.streams_opt` in CP-SAT, for what a flow cannot say.
+
+Variables (over candidate (task, client) pairs: all of them on small
+instances; caught-up, previous, local-state and the flow's own pairs plus a few
+clients per rack and tag combination on large ones):
+
+    x[t, c]  target         s[t, c]  standby         w[t, c]  warm-up (c not caught up for t)
+    z[t, c]  standby on a movement's target          y[t, k, v]  task t's replicas use value v of tag key k
+    o[c]     standbys above client c's capacity
+
+What runs: ``a[t, c] = x[t, c]`` where ``c`` is caught up (or every client is, or
+none), plus ``mv_t = sum_{c not caught up} x[t, c]`` on the task's holder.
+
+    sum_c x[t, c] = 1,   lo_c <= sum_t x[t, c] <= hi_c,   lo_cg <= sum_{t in g} x[t, c] <= hi_cg
+    sum_c s[t, c] = want (stateful t),   a[t, c] + s[t, c] + w[t, c] <= 1
+    w[t, c] <= x[t, c],   z[t, c] <= x[t, c],   z[t, c] <= s[t, c],   sum w <= budget
+    sum_t s[t, c] <= cap_c + o[c]
+    tags (KIP-708):  y[t, k, v] <= sum_{c: tag_k(c) = v} (a[t, c] + s[t, c]),
+                     sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
+                     (best: the most distinct values a standby set can add next to that active)
+    max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
+
+    minimize, lexicographically: movements; movements neither covered by a standby
+    nor warmed up; KIP-925 cost; standbys above capacity; standbys without local state.
+
+Hinted with the flow's solution (tags and move cap ignored), which also gives
+the proven lower bound when the movements agree. Fixed ``random_seed``,
+``num_workers`` as given. By default the search is interleaved and the time
+limit counted in deterministic time, so that the same snapshot gives the same
+answer on every run (equal-cost optima included); ``extra["deterministic"] =
+False`` switches to the free-running parallel portfolio (faster on large
+instances, but ties may then be broken differently from run to run).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import numpy as np
+
+from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError, StickyflowError
+from stickyflow.registry import SolveOptions
+
+from .streams_opt import StreamsModel, StreamsPlan, choose_warmups, movements
+
+__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT"]
+
+FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
+DEFAULT_TIME_LIMIT = 10.0
+
+
+def _cp():
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError as exc:  # pragma: no cover
+        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
+    return cp_model
+
+
+def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None) -> StreamsPlan:
+    """Solve ``model`` with CP-SAT within ``options.time_limit`` (default 10 s); see the module docstring."""
+    m = model
+    started = time.perf_counter() if started is None else started
+    limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT
+    extra: dict[str, Any] = {}
+    if not m.T or not m.C:
+        empty = np.full(m.T, -1, dtype=np.int64)
+        return StreamsPlan(target=empty, active=empty, warmup=empty.copy(),
+                           standby=np.full((m.T, m.want), -1, dtype=np.int64), method="cpsat", status="optimal",
+                           bound=0, extra={"movements": 0})
+
+    # ---- the flow: a hint and a bound (tags and the move cap relaxed)
+    hint = None
+    flow_bound = None
+    flow_moving = None
+    slack = m.standby_slack
+    try:
+        from .streams_flow import solve_flow
+
+        relaxed = _relaxed(m)
+        hint = solve_flow(relaxed)
+        flow_bound = hint.bound  # a relaxation's bound: valid with the same movements and capacities
+        flow_moving = int(hint.extra.get("movements", 0))
+    except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
+        extra["hint_error"] = str(exc)
+    extra["t_hint"] = round(time.perf_counter() - started, 4)
+
+    cp_model = _cp()
+    d = _Data(m, hint)
+
+    # ---- model
+    cm = cp_model.CpModel()
+    nx = len(d.x_t)
+    x = [cm.new_bool_var(f"x{i}") for i in range(nx)]
+    ns = len(d.s_t)
+    s = [cm.new_bool_var(f"s{i}") for i in range(ns)]
+    # movement and warm-up pairs: targets that are not caught up, for constrained tasks
+    mv_pairs = np.flatnonzero(d.x_move)
+    w = {int(i): cm.new_bool_var(f"w{i}") for i in mv_pairs}
+    # z: standby on a movement's target (needs the standby variable of that pair)
+    z = {}
+    for i in mv_pairs.tolist():
+        j = d.s_index.get((int(d.x_t[i]), int(d.x_c[i])))
+        if j is not None:
+            z[i] = (cm.new_bool_var(f"z{i}"), j)
+
+    # ---- constraints
+    by_task_x = _group_lists(d.x_t, m.T)
+    for t in range(m.T):
+        cm.add_exactly_one(x[i] for i in by_task_x[t])
+    mv_expr = {}
+    for t in np.flatnonzero(m.constrained).tolist():
+        terms = [x[i] for i in by_task_x[t] if d.x_move[i]]
+        if terms:
+            mv_expr[t] = sum(terms)
+    # what runs: a[t, c] as a linear expression per (t, c)
+    act: dict[tuple[int, int], Any] = {}
+    for i in range(nx):
+        if not d.x_move[i]:
+            act[(int(d.x_t[i]), int(d.x_c[i]))] = x[i]
+    for t, e in mv_expr.items():
+        h = int(m.holder[t])
+        key = (t, h)
+        act[key] = act[key] + e if key in act else e
+    # balance
+    by_client_x = _group_lists(d.x_c, m.C)
+    loads = [sum(x[i] for i in by_client_x[c]) for c in range(m.C)]
+    lo, hi = m.extra.get("band") or m.bands[0]  # the flow's band (fewest movements, most even), else the most even
+    for c in range(m.C):
+        cm.add_linear_constraint(loads[c], int(lo[c]), int(hi[c]))
+    if m.sub_lo is not None:
+        cg = d.x_c * m.G + m.sub[d.x_t]
+        groups = _group_lists(cg, m.C * m.G)
+        for c in range(m.C):
+            for g in range(m.G):
+                terms = [x[i] for i in groups[c * m.G + g]]
+                lo_, hi_ = int(m.sub_lo[c, g]), int(m.sub_hi[c, g])
+                if terms:
+                    cm.add_linear_constraint(sum(terms), lo_, hi_)
+                elif lo_ > 0:
+                    raise InfeasibleError("balance_subtopology: a client cannot reach its share of a subtopology")
+    # standbys
+    if m.want:
+        by_task_s = _group_lists(d.s_t, m.T)
+        for t in np.flatnonzero(m.stateful).tolist():
+            cm.add(sum(s[j] for j in by_task_s[t]) == m.want)
+    # one role per (task, client)
+    roles: dict[tuple[int, int], list] = {}
+    for key, e in act.items():
+        roles.setdefault(key, []).append(e)
+    for j in range(ns):
+        roles.setdefault((int(d.s_t[j]), int(d.s_c[j])), []).append(s[j])
+    for i, v in w.items():
+        roles.setdefault((int(d.x_t[i]), int(d.x_c[i])), []).append(v)
+    for key, terms in roles.items():
+        if len(terms) > 1:
+            cm.add(sum(terms) <= 1)
+    for i, v in w.items():
+        cm.add_implication(v, x[i])
+    for i, (zv, j) in z.items():
+        cm.add_implication(zv, x[i])
+        cm.add_implication(zv, s[j])
+    if w:
+        cm.add(sum(w.values()) <= m.budget)
+    # standby capacity (soft)
+    over = []
+    if m.want:
+        cap = m.standby_cap(slack)
+        by_client_s = _group_lists(d.s_c, m.C)
+        for c in range(m.C):
+            if by_client_s[c]:
+                o = cm.new_int_var(0, len(by_client_s[c]), f"o{c}")
+                cm.add(sum(s[j] for j in by_client_s[c]) <= int(cap[c]) + o)
+                over.append(o)
+    # tag spreading
+    n_tag_vars = 0
+    drop = 0
+    if m.tag_keys and m.want:
+        best, best2 = _best_spread(m)
+        drop = int((best[:, None] - best2).max())
+        vals = m.combos[m.client_combo]  # (C, K) value codes
+        K = m.combos.shape[1]
+        holders: dict[int, list[tuple[int, Any]]] = {}
+        for (t, c), e in act.items():
+            if m.stateful[t]:
+                holders.setdefault(t, []).append((c, e))
+        by_task_s = _group_lists(d.s_t, m.T)
+        # a warm-up runs only beside the holder, so its cost in spread is known per (task, client)
+        by_task_w: dict[int, list] = {}
+        for i, v in w.items():
+            t, c = int(d.x_t[i]), int(d.x_c[i])
+            a = int(m.client_combo[m.holder[t]])
+            loss = int(best[a] - best2[a, m.client_combo[c]])
+            if loss:
+                by_task_w.setdefault(t, []).append(loss * v)
+        for t in np.flatnonzero(m.stateful).tolist():
+            reps = holders.get(t, []) + [(int(d.s_c[j]), s[j]) for j in by_task_s[t]]
+            ys = []
+            for k in range(K):
+                per_value: dict[int, list] = {}
+                for c, e in reps:
+                    v = int(vals[c, k])
+                    if v >= 0:
+                        per_value.setdefault(v, []).append(e)
+                for v, terms in per_value.items():
+                    y = cm.new_bool_var(f"y{t}_{k}_{v}")
+                    cm.add(y <= sum(terms))
+                    ys.append(y)
+                    n_tag_vars += 1
+            need = sum(int(best[m.client_combo[c]]) * e for c, e in holders.get(t, []))
+            cm.add(sum(ys) >= need - sum(by_task_w.get(t, [])))
+    # move cap
+    if m.max_moves is not None:
+        kept = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
+        cm.add(int(m.had.sum()) - sum(kept) <= m.max_moves)
+
+    # ---- objective (lexicographic by weights)
+    cost_terms = []
+    for (t, c), e in act.items():
+        cost_terms.append(int(m.active_cost(np.array([t]), np.array([c]))[0]) * e)
+    rep = d.s_rep
+    cost_terms += [int(rep[j]) * s[j] for j in range(ns) if rep[j]]
+    wrep = m.replica_cost(d.x_t[mv_pairs], d.x_c[mv_pairs]) if len(mv_pairs) else np.zeros(0, dtype=np.int64)
+    cost_terms += [int(r) * w[int(i)] for i, r in zip(mv_pairs.tolist(), wrep.tolist()) if r]
+    tie_terms = [int(d.s_tie[j]) * s[j] for j in range(ns) if d.s_tie[j]]
+    n_moving = sum(mv_expr.values()) if mv_expr else 0
+    covered = [zv for zv, _ in z.values()] + list(w.values())
+    uncovered = n_moving - sum(covered) if covered else n_moving
+    tie_max = 2 * ns + 1
+    cost_max = _cost_max(m) + 1
+    over_max = ns + 1
+    unc_max = int(m.constrained.sum()) + 1
+    scale4 = tie_max                 # one standby above capacity outweighs every tie
+    scale3 = over_max * scale4       # one unit of cost outweighs every overflow
+    scale2 = cost_max * scale3       # one uncovered movement outweighs every cost
+    scale1 = unc_max * scale2        # one movement outweighs everything below
+    if scale1 * (unc_max + 1) > 2**62:
+        raise StickyflowError("CP-SAT: the instance is too large for the lexicographic weights")
+    objective = scale1 * n_moving + scale2 * uncovered + scale3 * sum(cost_terms) + scale4 * sum(over) \
+        + sum(tie_terms)
+    cm.minimize(objective)
+
+    # ---- hint
+    if hint is not None:
+        _add_hint(cm, m, d, hint, x, s, w, z)
+
+    # ---- solve
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    remaining = max(0.0, limit - (time.perf_counter() - started))
+    if options.extra.get("deterministic", True):
+        # reproducible: interleaved search is deterministic whatever num_workers is, and the limit is
+        # counted in deterministic time; the wall-clock limit (twice as long) stays as a guard
+        p.interleave_search = True
+        p.max_deterministic_time = max(remaining, 1e-3)
+        p.max_time_in_seconds = max(2 * remaining, 1e-3)
+    else:
+        p.max_time_in_seconds = max(remaining, 1e-3)
+    p.random_seed = int(options.seed)
+    p.symmetry_level = 0  # symmetry detection in presolve costs seconds on symmetric (rack-less) instances
+    if options.num_workers is not None:
+        p.num_workers = int(options.num_workers)
+    t1 = time.perf_counter()
+    status = solver.solve(cm)
+    extra.update(t_cpsat=round(time.perf_counter() - t1, 4), cpsat_status=solver.status_name(status),
+                 pairs=nx, standby_pairs=ns, tag_vars=n_tag_vars, full=d.full)
+    if status == cp_model.INFEASIBLE:
+        raise InfeasibleError("CP-SAT proved the model infeasible (e.g. max_moves below what balance needs)")
+    if status == cp_model.MODEL_INVALID:
+        raise SolverFaultError(f"CP-SAT: invalid model ({cm.validate()})")
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        kept = _valid_hint(m, hint)
+        if kept is not None:  # keep the best solution there is: the flow's, when it keeps every rule
+            kept.extra = {**kept.extra, **extra, "note": "CP-SAT found no solution in time; the flow's is kept"}
+            return kept
+        raise StickyflowError(f"CP-SAT found no solution within the time limit of {limit:g} s")
+
+    # ---- read results
+    xv = np.array([solver.boolean_value(v) for v in x], dtype=bool)
+    target = np.full(m.T, -1, dtype=np.int64)
+    target[d.x_t[xv]] = d.x_c[xv]
+    moving = movements(m, target)
+    active = np.where(moving, m.holder, target)
+    standby = np.full((m.T, m.want), -1, dtype=np.int64)
+    if m.want:
+        sv = np.array([solver.boolean_value(v) for v in s], dtype=bool)
+        st_, sc_ = d.s_t[sv], d.s_c[sv]
+        order = np.lexsort((sc_, st_))
+        S = np.flatnonzero(m.stateful)
+        standby[S] = sc_[order].reshape(len(S), m.want)
+    warm = np.full(m.T, -1, dtype=np.int64)
+    for i, v in w.items():
+        if solver.boolean_value(v):
+            warm[int(d.x_t[i])] = int(d.x_c[i])
+    covered_mask = moving & (standby == target[:, None]).any(axis=1) if m.want else np.zeros(m.T, dtype=bool)
+    # warm-ups the solver left out although the budget allows (ties in the objective): add them
+    if int((warm >= 0).sum()) < m.budget:
+        extra_warm = choose_warmups(m, target, moving & ~covered_mask & (warm < 0), active)
+        room = m.budget - int((warm >= 0).sum())
+        add = np.flatnonzero(extra_warm >= 0)[:room]
+        warm[add] = extra_warm[add]
+    n_mov = int(moving.sum())
+    over_total = sum(solver.value(o) for o in over)
+    extra.update(movements=n_mov, covered_by_standby=int(covered_mask.sum()), warmups=int((warm >= 0).sum()),
+                 standby_overflow=int(over_total), standby_slack=slack)
+    plan = StreamsPlan(target=target, active=active, warmup=warm, standby=standby, method="cpsat",
+                       status="optimal" if (status == cp_model.OPTIMAL and d.full) else "feasible", extra=extra)
+    # ---- the bound: CP-SAT's own (when the higher ranks are settled), or the flow's (same movements)
+    bounds = []
+    sol = [int(round(solver.value(e))) if not isinstance(e, int) else e for e in (n_moving, uncovered)]
+    prefix = scale1 * sol[0] + scale2 * sol[1]
+    bb = int(np.floor(solver.best_objective_bound))
+    if d.full and bb >= prefix:
+        bounds.append((bb - prefix) // scale3)
+    if flow_bound is not None and flow_moving == n_mov and not (drop and (warm >= 0).any()):
+        bounds.append(int(flow_bound))
+    plan.bound = max(bounds) if bounds else None
+    if status == cp_model.OPTIMAL and d.full:
+        from .streams_opt import plan_cost
+
+        plan.bound = plan_cost(m, plan)  # proven: nothing cheaper with as few movements
+    return plan
+
+
+def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None:
+    """The flow's plan when it keeps the rules the flow relaxed (tag spreading, the move cap), else None."""
+    if hint is None:
+        return None
+    from stickyflow.streams_check import streams_metrics, validate_streams
+
+    from .streams_opt import plan_decision
+
+    d = plan_decision(m, hint)
+    if validate_streams(m.snap, d.assignment, followup_rebalance_deadline_ms=d.followup_rebalance_deadline_ms):
+        return None
+    if m.max_moves is not None and streams_metrics(m.snap, d.assignment)["moves"] > m.max_moves:
+        return None
+    if hint.status == "optimal" and hint.bound is not None and m.tag_keys and m.want >= 2:
+        hint.status = "feasible"  # its bound ignores the tags: still a bound, but not a proof
+    return hint
+
+
+# --------------------------------------------------------------------------- data
+
+class _Data:
+    """Candidate pairs and their costs."""
+
+    def __init__(self, m: StreamsModel, hint: StreamsPlan | None):
+        T, C = m.T, m.C
+        self.full = T * C <= FULL_PAIRS
+        if self.full:
+            xt, xc = np.meshgrid(np.arange(T), np.arange(C), indexing="ij")
+            xt, xc = xt.reshape(-1), xc.reshape(-1)
+        else:
+            parts_t = [m.cu_t, m.prev_t, m.state_t]
+            parts_c = [m.cu_c, m.prev_c, m.state_c]
+            if hint is not None:
+                parts_t += [np.arange(T)]
+                parts_c += [hint.target]
+            sample_t, sample_c = _samples(m, np.arange(T), 2)
+            parts_t.append(sample_t)
+            parts_c.append(sample_c)
+            key = np.unique(np.concatenate(parts_c) * T + np.concatenate(parts_t))
+            xc, xt = key // T, key % T
+        keys = xc * T + xt
+        self.x_t, self.x_c = xt, xc
+        self.x_move = m.constrained[xt] & ~np.isin(keys, m.cu_keys)
+        # standby candidates
+        S = np.flatnonzero(m.stateful)
+        if not m.want or not len(S):
+            st = sc = np.zeros(0, dtype=np.int64)
+        elif self.full:
+            st, sc = np.meshgrid(S, np.arange(C), indexing="ij")
+            st, sc = st.reshape(-1), sc.reshape(-1)
+        else:
+            parts_t = [xt[m.stateful[xt]], m.state_t]
+            parts_c = [xc[m.stateful[xt]], m.state_c]
+            if hint is not None:
+                parts_t.append(np.repeat(np.arange(T), m.want))
+                parts_c.append(hint.standby.reshape(-1))
+            sample_t, sample_c = _samples(m, S, 2 + m.want)
+            parts_t.append(sample_t)
+            parts_c.append(sample_c)
+            tt, cc_ = np.concatenate(parts_t), np.concatenate(parts_c)
+            ok = (cc_ >= 0) & m.stateful[tt]
+            key = np.unique(cc_[ok] * T + tt[ok])
+            sc, st = key // T, key % T
+        self.s_t, self.s_c = st, sc
+        self.s_index = {(int(a), int(b)): j for j, (a, b) in enumerate(zip(st.tolist(), sc.tolist()))}
+        self.s_rep = m.replica_cost(st, sc) if len(st) else np.zeros(0, dtype=np.int64)
+        tie = np.full(len(st), 2, dtype=np.int64)
+        if len(st) and len(m.state_t):
+            lookup = {(int(t), int(c)): int(v) for t, c, v in zip(m.state_t, m.state_c, m.state_tie)}
+            tie = np.array([lookup.get((int(t), int(c)), 2) for t, c in zip(st.tolist(), sc.tolist())],
+                           dtype=np.int64)
+        self.s_tie = tie
+
+
+def _samples(m: StreamsModel, tasks: np.ndarray, per_cell: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every task, ``per_cell`` clients of each (rack, tag combination) cell, rotating with the task."""
+    M = len(m.combos)
+    cellkey = m.cell * M + m.client_combo
+    groups = _group_lists(np.unique(cellkey, return_inverse=True)[1], len(np.unique(cellkey)))
+    ts, cs = [], []
+    for members in groups:
+        members = np.asarray(members, dtype=np.int64)
+        n = len(members)
+        for k in range(min(per_cell, n)):
+            ts.append(tasks)
+            cs.append(members[(tasks + k) % n])
+    return np.concatenate(ts), np.concatenate(cs)
+
+
+def _group_lists(keys: np.ndarray, n: int) -> list[list[int]]:
+    out: list[list[int]] = [[] for _ in range(n)]
+    for i, k in enumerate(np.asarray(keys).tolist()):
+        out[k].append(i)
+    return out
+
+
+def _relaxed(m: StreamsModel) -> StreamsModel:
+    """The same model without the move cap, and without tags unless one standby (what the flow can solve)."""
+    import copy
+
+    r = copy.copy(m)
+    r.max_moves = None
+    if m.want <= 1:
+        return r
+    r.tag_keys = ()
+    r.combos = np.zeros((1, 0), dtype=np.int64)
+    r.client_combo = np.zeros(m.C, dtype=np.int64)
+    r.combo_count = np.array([m.C], dtype=np.int64)
+    r.max_moves = None
+    r.extra = m.extra
+    return r
+
+
+def _cost_max(m: StreamsModel) -> int:
+    """An upper bound on the cost of any assignment (actives, standbys and a warm-up per task)."""
+    act = m.act_cell.max(axis=1) + m.move_cost
+    rep = m.rep_cell.max(axis=1)
+    return int((np.maximum(act, m.hold_cost) + (m.want + 1) * rep).sum())
+
+
+def _best_spread(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
+    """The most distinct tag values (summed over keys) a task's active and standbys can cover.
+
+    ``best[a]``: with the active on a client of combination ``a``;
+    ``best2[a, b]``: the same with one more client, of combination ``b``, taken (by a warm-up).
+    """
+    M, K = m.combos.shape
+    want = m.want
+    if _n_multisets(M, want) > 200_000:
+        raise StickyflowError(f"CP-SAT: too many tag combinations ({M}) to price tag spreading exactly")
+    sets = [np.bincount(np.asarray(c, dtype=np.int64), minlength=M)
+            for c in itertools.combinations_with_replacement(range(M), want)]
+    counts = np.array(sets, dtype=np.int64).reshape(len(sets), M)
+    # distinct values of each multiset together with each active combination
+    scores = np.zeros((len(sets), M), dtype=np.int64)
+    for i, cnt in enumerate(sets):
+        members = np.flatnonzero(cnt)
+        for a in range(M):
+            chosen = np.concatenate([[a], members])
+            scores[i, a] = sum(len({int(v) for v in m.combos[chosen, k]} - {-1}) for k in range(K))
+
+    def best_for(avail: np.ndarray, a: int) -> int:
+        ok = (counts <= avail[None, :]).all(axis=1)
+        return int(scores[ok, a].max()) if ok.any() else -1
+
+    best = np.zeros(M, dtype=np.int64)
+    best2 = np.zeros((M, M), dtype=np.int64)
+    for a in range(M):
+        avail = m.combo_count - (np.arange(M) == a)
+        best[a] = best_for(avail, a)
+        for b in range(M):
+            av2 = avail - (np.arange(M) == b)
+            best2[a, b] = best_for(av2, a) if (av2 >= 0).all() else best[a]
+    return best, np.minimum(best2, best[:, None])
+
+
+def _n_multisets(M: int, k: int) -> int:
+    from math import comb
+
+    return comb(M + k - 1, k) if k else 1
+
+
+def _add_hint(cm, m: StreamsModel, d: _Data, hint: StreamsPlan, x, s, w, z) -> None:
+    tgt = hint.target
+    for i in range(len(d.x_t)):
+        cm.add_hint(x[i], bool(tgt[d.x_t[i]] == d.x_c[i]))
+    sb = {(int(t), int(c)) for t in range(m.T) for c in hint.standby[t].tolist() if c >= 0}
+    for j in range(len(d.s_t)):
+        cm.add_hint(s[j], (int(d.s_t[j]), int(d.s_c[j])) in sb)
+    for i, v in w.items():
+        cm.add_hint(v, bool(hint.warmup[d.x_t[i]] == d.x_c[i]))
+    for i, (zv, j) in z.items():
+        cm.add_hint(zv, bool(tgt[d.x_t[i]] == d.x_c[i]) and (int(d.x_t[i]), int(d.x_c[i])) in sb)

@@ -1,0 +1,379 @@
+"""The optimizing streams assignor (issue 4): validity, the optimum against brute force, flow against CP-SAT,
+against Kafka's greedy high-availability assignor, convergence, fallbacks and time limits."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stickyflow
+from stickyflow.datasets.generators import streams_snapshot
+from stickyflow.datasets.simulator import Scenario, simulate
+from stickyflow.formulations import streams_flow
+from stickyflow.formulations.streams_opt import build_model, movements, solve_streams
+from stickyflow.registry import SolveOptions
+from stickyflow.streams_check import streams_metrics
+
+from checker import check_result
+from conftest import example_paths
+
+SCENARIOS = ("fresh", "steady", "scale_out", "scale_in", "rolling_restart", "rack_outage", "lag_skew", "mixed",
+             "uniform")
+
+
+def solve(snap, assignor="optimal", **kw):
+    """Assign, run the checker, and check the result's own claims."""
+    r = stickyflow.assign(snap, assignor, **kw)
+    check_result(snap, r)
+    if r.solver.status in ("optimal", "feasible"):
+        assert r.solver.objective == r.metrics["cost"], (r.solver.objective, r.metrics["cost"])
+        if r.solver.bound is not None:
+            assert r.solver.bound <= r.solver.objective
+        if r.solver.status == "optimal" and r.solver.bound is not None:
+            assert r.solver.bound == r.solver.objective
+    return r
+
+
+def gen(scenario, seed, **kw):
+    return stickyflow.parse_snapshot(streams_snapshot(scenario, seed=seed, **kw))
+
+
+# --------------------------------------------------------------------------- validity
+
+@pytest.mark.parametrize("path", [p for p in example_paths() if json.loads(Path(p).read_text())["kind"] == "streams"],
+                         ids=lambda p: Path(p).name)
+@pytest.mark.parametrize("method", [None, "flow", "cpsat"])
+def test_shared_examples(path, method):
+    snap = stickyflow.parse_snapshot(json.loads(Path(path).read_text()))
+    r = solve(snap, method=method, time_limit=10)
+    assert r.solver.status == "optimal"
+    assert r.solver.method == (method or r.solver.method)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_generated_instances_are_valid(scenario, seed):
+    rng = random.Random(seed)
+    for _ in range(3):
+        kw = dict(tasks=rng.randint(6, 40), clients=rng.randint(2, 7), seed=rng.randrange(10**6),
+                  racks=rng.choice([0, 2, 3]) if scenario != "rack_outage" else 3,
+                  num_standby_replicas=rng.choice([0, 1, 2]), stateful_fraction=rng.choice([0.5, 1.0]),
+                  subtopologies=rng.randint(1, 3),
+                  config={"rebalancing_mode": rng.choice(["warmup", "learner"]),
+                          "max_warmup_replicas": rng.randint(1, 3),
+                          "balance_factor": rng.choice([1, 1, 2])})
+        if kw["racks"]:
+            kw["config"]["rack_aware_assignment_strategy"] = rng.choice(["min_traffic", "balance_subtopology"])
+        snap = gen(scenario, **kw)
+        for method in (None, "cpsat"):
+            r = solve(snap, method=method, time_limit=2)
+            assert r.solver.status in ("optimal", "feasible"), r.solver.reason
+
+
+def test_balance_subtopology_is_exact(seed):
+    rng = random.Random(seed)
+    for _ in range(4):
+        snap = gen("steady", rng.randrange(10**6), tasks=rng.randint(10, 40), clients=rng.randint(2, 5), racks=3,
+                   subtopologies=3, stateful_fraction=0.5,
+                   config={"rack_aware_assignment_strategy": "balance_subtopology"})
+        r = solve(snap)
+        if r.followup_rebalance_deadline_ms is not None:
+            continue  # what runs is not yet the balanced target
+        idx = snap.index
+        subs = np.array([t.subtopology for t in snap.tasks])
+        TH = int(idx.threads.sum())
+        for ci, (pid, a) in enumerate(r.assignment.items()):
+            for g in np.unique(subs):
+                n_g = int((subs == g).sum())
+                have = sum(1 for t in a.active if snap.task(t).subtopology == g)
+                share = n_g * int(idx.threads[ci])
+                assert share // TH <= have <= -(-share // TH), (pid, g, have)
+
+
+# --------------------------------------------------------------------------- the optimum is real
+
+def tiny_snapshot(rng: random.Random) -> dict:
+    """2 to 3 clients, 2 to 5 tasks: stateful or not, lags, racks, previous owners, warm-up budgets."""
+    C = rng.randint(2, 3)
+    T = rng.randint(2, 5 if C == 2 else 4)
+    racks = ["r0", "r1"]
+    tasks = []
+    for i in range(T):
+        sub = rng.randint(0, 1)
+        stateful = rng.random() < 0.7
+        t = {"id": f"{sub}_{i}", "stateful": stateful,
+             "input_partitions": [{"topic": f"in{sub}", "partition": i, "racks": rng.sample(racks, rng.randint(1, 2))}]}
+        if stateful:
+            t["end_offset_sum"] = rng.choice([0, 50_000, 200_000])
+            t["changelog_partitions"] = [{"topic": "cl", "partition": i, "racks": [rng.choice(racks)]}]
+        tasks.append(t)
+    clients = []
+    owners = {t["id"]: rng.randrange(-1, C) for t in tasks}
+    for c in range(C):
+        prev = [tid for tid, o in owners.items() if o == c]
+        lags = {}
+        for t in tasks:
+            if t["stateful"] and t["id"] not in prev and rng.random() < 0.4:
+                lags[t["id"]] = rng.choice([0, 5_000, 40_000])
+        clients.append({"process_id": f"c{c}", "threads": rng.choice([1, 1, 2]), "rack": rng.choice(racks),
+                        "previous_active": prev, "previous_standby": [], "lags": lags})
+    config = {"num_standby_replicas": rng.choice([0, 1]), "max_warmup_replicas": rng.randint(1, 2),
+              "rack_aware_assignment_strategy": rng.choice(["none", "min_traffic", "balance_subtopology"]),
+              "acceptable_recovery_lag": 10_000}
+    if rng.random() < 0.3:
+        config["rack_aware_assignment_non_overlap_cost"] = rng.randint(0, 3)
+    return {"format": "stickyflow.snapshot/1", "kind": "streams", "now_ms": 1000, "tasks": tasks, "clients": clients,
+            "config": config}
+
+
+def brute_force(snap):
+    """Lexicographic optimum by enumeration: (movements, band), then (uncovered movements, cost).
+
+    Also the least cost among every target of that (movements, band), whatever its coverage:
+    what the flow's bound must not exceed.
+    """
+    m = build_model(snap)
+    T, C = m.T, m.C
+    t_all = np.arange(T)
+    best_band = None
+    per_band = []
+    for rank, (lo, hi) in enumerate(m.bands):
+        targets = []
+        for tg in itertools.product(range(C), repeat=T):
+            tg = np.array(tg, dtype=np.int64)
+            load = np.bincount(tg, minlength=C)
+            if (load < lo).any() or (load > hi).any():
+                continue
+            if m.sub_lo is not None:
+                sub = np.zeros((C, m.G), dtype=np.int64)
+                np.add.at(sub, (tg, m.sub), 1)
+                if (sub < m.sub_lo).any() or (sub > m.sub_hi).any():
+                    continue
+            targets.append(tg)
+        if not targets:
+            continue
+        mv = min(int(movements(m, tg).sum()) for tg in targets)
+        per_band.append((mv, rank, [tg for tg in targets if int(movements(m, tg).sum()) == mv]))
+    mv, rank, targets = min(per_band, key=lambda x: (x[0], x[1]))
+    best = None
+    least_cost = None
+    S = np.flatnonzero(m.stateful)
+    for tg in targets:
+        moving = movements(m, tg)
+        active = np.where(moving, m.holder, tg)
+        act_cost = int(m.active_cost(t_all, active).sum())
+        options = [[c for c in range(C) if c != active[t]] for t in S] if m.want else [[]]
+        for choice in itertools.product(*options) if m.want else [()]:
+            cost = act_cost
+            covered = set()
+            for t, c in zip(S.tolist(), choice):
+                cost += int(m.replica_cost(np.array([t]), np.array([c]))[0])
+                if moving[t] and tg[t] == c:
+                    covered.add(t)
+            rest = [t for t in np.flatnonzero(moving).tolist() if t not in covered]
+            warm_costs = sorted(int(m.replica_cost(np.array([t]), np.array([tg[t]]))[0]) for t in rest)
+            k = min(m.budget, len(rest))
+            cost_w = cost + sum(warm_costs[:k])
+            key = (len(rest) - k, cost_w)
+            if best is None or key < best:
+                best = key
+            least_cost = cost if least_cost is None else min(least_cost, cost)
+    return mv, rank, best, least_cost
+
+
+def test_optimum_confirmed_by_brute_force(seed):
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(25):
+        doc = tiny_snapshot(rng)
+        snap = stickyflow.parse_snapshot(doc)
+        mv, rank, (unc, cost), least = brute_force(snap)
+        cp = solve_streams(snap, SolveOptions(method="cpsat", time_limit=10, num_workers=1))
+        assert cp.status == "optimal", doc
+        assert (cp.extra["movements"], cp.objective) == (mv, cost), (doc, cp.extra, mv, cost)
+        assert cp.extra["movements"] - cp.extra["covered_by_standby"] - cp.extra["warmups"] == unc
+        fl = solve_streams(snap, SolveOptions(method="flow"))
+        assert fl.extra["movements"] == mv and fl.extra["band"] == rank
+        assert fl.bound <= least <= fl.objective
+        if fl.status == "optimal":
+            assert fl.objective == least
+        for d in (cp, fl):
+            r = stickyflow.assign(snap, "optimal", method=d.method, time_limit=10)
+            check_result(snap, r)
+        checked += 1
+    assert checked == 25
+
+
+# --------------------------------------------------------------------------- flow and CP-SAT agree
+
+def test_flow_and_cpsat_agree(seed):
+    rng = random.Random(seed)
+    agree = proven = 0
+    for i in range(12):
+        snap = gen(rng.choice(["steady", "scale_in", "rolling_restart", "lag_skew", "uniform", "scale_out"]),
+                   rng.randrange(10**6), tasks=rng.randint(8, 30), clients=rng.randint(2, 5),
+                   racks=rng.choice([0, 3]), num_standby_replicas=rng.choice([0, 1]),
+                   config={"rack_aware_assignment_tags": []})
+        fl = solve_streams(snap, SolveOptions(method="flow"))
+        cp = solve_streams(snap, SolveOptions(method="cpsat", time_limit=10, num_workers=2))
+        assert fl.extra["movements"] == cp.extra["movements"]
+        unc = lambda d: d.extra["movements"] - d.extra["covered_by_standby"] - d.extra["warmups"]  # noqa: E731
+        assert unc(cp) <= unc(fl)
+        if cp.status == "optimal":
+            assert fl.bound <= cp.objective or unc(cp) < unc(fl)
+            if unc(cp) == unc(fl):
+                assert cp.objective <= fl.objective
+                if fl.status == "optimal":
+                    assert cp.objective == fl.objective
+                    agree += 1
+            proven += 1
+    print(f"\n[flow vs cpsat] {proven} proven by CP-SAT, {agree} where both claim the same optimum")
+
+
+def test_pooled_standbys_match_explicit(seed, monkeypatch):
+    rng = random.Random(seed)
+    for i in range(4):
+        snap = gen(rng.choice(["steady", "scale_out", "lag_skew"]), rng.randrange(10**6), tasks=rng.randint(40, 80),
+                   clients=rng.randint(15, 24), racks=3, num_standby_replicas=1 + i % 2,
+                   config={"rack_aware_assignment_tags": ["zone"] if i == 2 else []})
+        explicit = solve_streams(snap, SolveOptions(method="flow"))
+        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", 0)
+        pooled = solve_streams(snap, SolveOptions(method="flow"))
+        monkeypatch.undo()
+        assert explicit.extra["standby_mode"] == "explicit"
+        assert pooled.extra["standby_mode"] in ("pooled", "explicit")  # explicit when a pool is too small
+        assert pooled.objective == explicit.objective
+        finished = stickyflow.api._finisher("streams")(snap, pooled)
+        assert not finished.violations, finished.violations
+
+
+# --------------------------------------------------------------------------- against Kafka's greedy
+
+def test_never_costlier_than_greedy_at_equal_or_better_balance(seed):
+    rng = random.Random(seed)
+    rows = []
+    for i in range(30):
+        scenario = SCENARIOS[i % len(SCENARIOS)]
+        kw = dict(tasks=rng.randint(10, 40), clients=rng.randint(2, 6),
+                  racks=3 if scenario == "rack_outage" else rng.choice([0, 3]),
+                  num_standby_replicas=rng.choice([0, 1, 2]), stateful_fraction=rng.choice([0.5, 1.0]))
+        snap = gen(scenario, rng.randrange(10**6), **kw)
+        opt = solve(snap, time_limit=2)
+        greedy = solve(snap, "sticky")
+        o, g = opt.metrics, greedy.metrics
+        if abs(o["imbalance"] - g["imbalance"]) <= 1e-9:
+            assert o["cost"] <= g["cost"], (scenario, kw, o, g)
+        if opt.followup_rebalance_deadline_ms is None and greedy.followup_rebalance_deadline_ms is None:
+            assert o["imbalance"] <= g["imbalance"] + 1e-9, (scenario, kw, o, g)
+        rows.append((o["cost"], g["cost"], o["imbalance"] - g["imbalance"]))
+    equal = [(oc, gc) for oc, gc, d in rows if abs(d) <= 1e-9]
+    cheaper = sum(1 for oc, gc in equal if oc < gc)
+    saved = [1 - oc / gc for oc, gc in equal if gc]
+    more = sum(1 for *_, d in rows if d < -1e-9)
+    less = sum(1 for *_, d in rows if d > 1e-9)
+    print(f"\n[vs greedy] equal balance in {len(equal)}/{len(rows)}: cheaper in {cheaper}, mean saving "
+          f"{100 * np.mean(saved or [0]):.0f}% of the greedy cost; more balanced in {more}, less balanced in {less} "
+          f"(warm-up rounds)")
+
+
+def test_converges_in_no_more_rounds_than_greedy(seed):
+    rng = random.Random(seed)
+    for i in range(6):
+        scenario = ["scale_out", "rolling_restart", "mixed", "lag_skew", "scale_in", "mixed"][i]
+        doc = streams_snapshot(scenario, tasks=rng.randint(12, 24), clients=rng.randint(3, 5),
+                               seed=rng.randrange(10**6), racks=rng.choice([0, 3]),
+                               num_standby_replicas=rng.choice([0, 1]), stateful_fraction=1.0,
+                               config={"rebalancing_mode": rng.choice(["warmup", "learner"])})
+        sim = simulate(Scenario(snapshot=doc, rounds=10), ["optimal", "sticky"], observe=check_result, keep=False)
+        ro = sim.run("optimal").rounds_to_converge[0]
+        rg = sim.run("sticky").rounds_to_converge[0]
+        assert ro is not None, doc["id"]
+        assert rg is None or ro <= rg, (doc["id"], doc["config"], ro, rg)
+
+
+def test_warmups_follow_the_budget_and_ask_for_a_followup():
+    tasks = [{"id": f"0_{i}", "stateful": True, "end_offset_sum": 10**6} for i in range(6)]
+    clients = [{"process_id": "a", "previous_active": [t["id"] for t in tasks], "previous_standby": []},
+               {"process_id": "b", "previous_active": [], "previous_standby": []}]
+    doc = {"format": "stickyflow.snapshot/1", "kind": "streams", "now_ms": 5, "tasks": tasks, "clients": clients,
+           "config": {"max_warmup_replicas": 2}}
+    snap = stickyflow.parse_snapshot(doc)
+    r = solve(snap)
+    assert len(r.assignment["b"].warmup) == 2 and not r.assignment["b"].active
+    assert r.followup_rebalance_deadline_ms == 5 + 600_000
+    doc["config"]["rebalancing_mode"] = "learner"
+    r = solve(stickyflow.parse_snapshot(doc))
+    assert len(r.assignment["b"].warmup) == 1
+
+
+# --------------------------------------------------------------------------- fallbacks, limits, options
+
+def test_infeasible_move_cap_falls_back():
+    # stateless tasks cannot wait for a warm-up: balance must move two of them now
+    tasks = [{"id": f"0_{i}", "stateful": False} for i in range(4)]
+    snap = stickyflow.parse_snapshot({
+        "format": "stickyflow.snapshot/1", "kind": "streams", "tasks": tasks,
+        "clients": [{"process_id": "a", "previous_active": [t["id"] for t in tasks], "previous_standby": []},
+                    {"process_id": "b", "previous_active": [], "previous_standby": []}]})
+    r = solve(snap, max_moves=0)
+    assert r.solver.status == "fallback"
+    assert "InfeasibleError" in r.solver.reason
+    with pytest.raises(stickyflow.InfeasibleError):
+        solve_streams(snap, SolveOptions(extra={"max_moves": 0}, time_limit=10))
+
+
+def test_move_cap_is_kept(seed):
+    rng = random.Random(seed)
+    snap = gen("mixed", rng.randrange(10**6), tasks=24, clients=4, racks=3)
+    free = solve(snap, method="cpsat", time_limit=10)
+    cap = max(0, free.metrics["moves"] - 2)
+    r = solve(snap, max_moves=cap, time_limit=10)
+    if r.solver.status != "fallback":
+        assert r.solver.method == "cpsat" and r.metrics["moves"] <= cap
+
+
+def test_flow_refuses_what_it_cannot_enforce():
+    snap = gen("steady", 1, tasks=12, clients=3)
+    r = solve(snap, method="flow", max_moves=3)
+    assert r.solver.status == "fallback" and "method='cpsat'" in r.solver.reason
+    with pytest.raises(stickyflow.UnknownAssignorError):
+        stickyflow.assign(snap, method="simplex")
+
+
+def test_one_millisecond_time_limit_is_valid():
+    # CP-SAT: its own best, else the flow's solution when that keeps every rule, else the greedy
+    snap = gen("mixed", 11, tasks=80, clients=8, racks=3, num_standby_replicas=2)
+    r = solve(snap, method="cpsat", time_limit=0.001)
+    assert r.solver.status in ("feasible", "fallback")
+    snap = gen("steady", 12, tasks=80, clients=8, racks=3, num_standby_replicas=1,
+               config={"rack_aware_assignment_tags": []})
+    r = solve(snap, method="cpsat", time_limit=0.001)
+    assert r.solver.status in ("optimal", "feasible", "fallback")
+    r = solve(snap, method="flow", time_limit=0.001)  # the flow has no intermediate solutions: it finishes
+    assert r.solver.status in ("optimal", "feasible")
+
+
+def test_cpsat_is_reproducible():
+    snap = gen("rolling_restart", 5, tasks=30, clients=5, racks=3, num_standby_replicas=2)
+    runs = [stickyflow.assign(snap, method="cpsat", seed=7, num_workers=2, time_limit=3, deterministic=True)
+            for _ in range(2)]
+    assert runs[0].to_json()["assignment"] == runs[1].to_json()["assignment"]
+    check_result(snap, runs[0])
+
+
+def test_empty_and_degenerate():
+    base = {"format": "stickyflow.snapshot/1", "kind": "streams"}
+    for tasks, clients in (([], []), ([{"id": "0_0", "stateful": True}], []),
+                           ([], [{"process_id": "a", "previous_active": [], "previous_standby": []}]),
+                           ([{"id": "0_0", "stateful": True}],
+                            [{"process_id": "a", "previous_active": [], "previous_standby": []}])):
+        snap = stickyflow.parse_snapshot({**base, "tasks": tasks, "clients": clients,
+                                          "config": {"num_standby_replicas": 2}})
+        for method in ("flow", "cpsat"):
+            r = solve(snap, method=method)
+            assert r.solver.status == "optimal"
+            assert streams_metrics(snap, r.assignment)["cost"] == 0
