@@ -618,14 +618,21 @@ def test_against_kafka_python_equal_subscriptions(seed):
 def test_against_kafka_python_mixed_subscriptions(seed):
     rng = random.Random(seed)
     shape = ConsumerShape(equal_subscriptions=False, racks=False, max_members=8, max_partitions=12)
+    compared = peer_unbalanced = 0
     for _ in range(60):
         snap = random_consumer_snapshot(rng, shape)
         theirs = _kafka_python_sticky(snap)
         if theirs is None:
             continue
         ours = sticky(snap)
-        # both meet Kafka's balance rule (neither is always the most balanced)
-        assert kafka_balanced(snap, theirs) and kafka_balanced(snap, plan(ours))
+        # ours meets Kafka's balance rule (it is not always the most balanced: neither is Kafka's);
+        # kafka-python's port misses the rule now and then (seen: a member left with nothing while
+        # another reader holds two partitions more), so the peer is counted, not asserted
+        assert kafka_balanced(snap, plan(ours))
+        compared += 1
+        peer_unbalanced += not kafka_balanced(snap, theirs)
+    print(f"\n[peer] kafka-python sticky broke Kafka's balance rule on {peer_unbalanced} of {compared} mixed groups")
+    assert compared >= 20
 
 
 # --------------------------------------------------------------------------- scale (numbers printed, not asserted)
