@@ -50,7 +50,7 @@ import numpy as np
 
 from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, previous_owners
 from stickyflow.consumer_check import ArrayAssignment
-from stickyflow.errors import BackendMissingError, SolverFaultError, UnknownAssignorError
+from stickyflow.errors import BackendMissingError, SolverFaultError, TimeLimitError, UnknownAssignorError
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
@@ -79,7 +79,8 @@ def solve_consumer(snapshot: ConsumerSnapshot, options: SolveOptions | None = No
         return solve_consumer_networkx(snapshot, options)
     if method != "flow":
         raise UnknownAssignorError(f"method: {method!r} is not a consumer method (known: {', '.join(METHODS)})")
-    return _solve_flow(snapshot)
+    deadline = None if options.time_limit is None else time.perf_counter() + options.time_limit
+    return _solve_flow(snapshot, deadline)
 
 
 # --------------------------------------------------------------------------- data
@@ -210,7 +211,13 @@ def _min_max_load(d: _Data, P: np.ndarray, tail: np.ndarray, head: np.ndarray, s
 
 # --------------------------------------------------------------------------- phase 2: the real flow
 
-def _solve_flow(snap: ConsumerSnapshot) -> Decision:
+def _check_deadline(deadline: float | None, what: str) -> None:
+    """A min-cost flow cannot stop half-way with a usable answer: the time limit is checked between stages."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise TimeLimitError(f"the time limit ran out {what}")
+
+
+def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decision:
     t0 = time.perf_counter()
     d = _prepare(snap)
     M = len(snap.members)
@@ -226,6 +233,7 @@ def _solve_flow(snap: ConsumerSnapshot) -> Decision:
     base[member_ok] = class_load[d.member_class[member_ok]] // size[d.member_class[member_ok]]
     lo = np.where(member_ok, np.maximum(base - 1, 0), 0)
     hi = np.where(member_ok, base + 2, 0)  # exclusive; loads in [base - 1, base + 1] (+1 if the split is uneven)
+    _check_deadline(deadline, "before the flow was solved (while building the model)")
     decision = _phase2(d, lo, hi)
     if decision is None:  # cannot happen if the window theorem holds; stay exact anyway
         beta = int(class_load.max()) + 1

@@ -40,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError, StickyflowError
+from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFaultError, StickyflowError,
+                               TimeLimitError)
 from stickyflow.registry import SolveOptions
 
 from .streams_opt import StreamsModel, StreamsPlan, choose_warmups, movements
@@ -275,7 +276,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         if kept is not None:  # keep the best solution there is: the flow's, when it keeps every rule
             kept.extra = {**kept.extra, **extra, "note": "CP-SAT found no solution in time; the flow's is kept"}
             return kept
-        raise StickyflowError(f"CP-SAT found no solution within the time limit of {limit:g} s")
+        raise TimeLimitError(f"CP-SAT found no solution within the time limit of {limit:g} s")
 
     # ---- read results
     xv = np.array([solver.boolean_value(v) for v in x], dtype=bool)

@@ -99,7 +99,13 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
             reason = f"the {decision.method} solution was invalid ({problem})"
             decision = finished = None
     if decision is None:
-        decision = get_assignor(FALLBACK_ASSIGNOR, snap.kind).load()(snap, options)
+        try:
+            decision = get_assignor(FALLBACK_ASSIGNOR, snap.kind).load()(snap, options)
+        except (InvalidSnapshotError, UnknownAssignorError):
+            raise
+        except Exception as exc:  # both failed: say so, with both reasons, as the one typed error
+            raise SolverFaultError(f"assignor {assignor!r} failed ({reason}) and so did the fallback "
+                                   f"{FALLBACK_ASSIGNOR!r}: {_describe(exc)}") from exc
         decision = Decision(assignment=decision.assignment, method=decision.method, status="fallback",
                             objective=decision.objective, bound=None, reason=reason,
                             followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms,

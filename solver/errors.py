@@ -25,6 +25,7 @@ __all__ = [
     "InfeasibleError",
     "BackendMissingError",
     "SolverFaultError",
+    "TimeLimitError",
     "UnknownAssignorError",
 ]
 
@@ -70,6 +71,11 @@ class InvalidSnapshotError(StickyflowError, ValueError):
 
 class InfeasibleError(StickyflowError):
     """The problem as configured has no valid assignment (e.g. a move cap below what balance needs)."""
+
+
+class TimeLimitError(StickyflowError, TimeoutError):
+    """The time limit ran out before the optimizer had any valid assignment (with ``fallback``, the greedy
+    assignor then stands in)."""
 
 
 class BackendMissingError(StickyflowError, ImportError):

@@ -1,0 +1,196 @@
+"""Solver faults: whatever happens to the optimizer, the caller gets a valid result that says what happened.
+
+For both kinds of snapshot: OR-Tools missing (a fresh interpreter in which
+``import ortools`` fails), a time limit of 1 ms, a model that is proven
+infeasible, an exception inside the solver. Each gives a valid result from the
+greedy fallback, ``solver.status == "fallback"`` and a ``reason`` naming the
+cause (or, where the optimizer still has a valid answer in time, that answer
+with its honest status). When the fallback fails as well, the one typed error
+is :class:`stickyflow.SolverFaultError`, and the CLI exits 1 with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import stickyflow
+from stickyflow.datasets.generators import consumer_snapshot, streams_snapshot
+from tests.checker import check_result
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def consumer_doc(partitions: int = 60, members: int = 6, seed: int = 3) -> dict:
+    return consumer_snapshot("scale_out", partitions=partitions, members=members, seed=seed)
+
+
+def streams_doc(seed: int = 3, **kw) -> dict:
+    kw.setdefault("tasks", 40)
+    kw.setdefault("clients", 5)
+    return streams_snapshot("scale_out", seed=seed, **kw)
+
+
+def assert_fallback(snap, result, *words: str) -> None:
+    check_result(snap, result)
+    assert result.solver.status == "fallback", result.solver
+    assert result.solver.method in ("sticky", "high_availability"), result.solver  # the greedy of each kind
+    for w in words:
+        assert w in (result.solver.reason or ""), result.solver.reason
+    doc = result.to_json()
+    assert doc["solver"]["status"] == "fallback" and doc["solver"]["reason"] == result.solver.reason
+
+
+# --------------------------------------------------------------------------- OR-Tools unavailable
+
+_BLOCK_ORTOOLS = """
+import importlib.abc, sys
+class _NoOrTools(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "ortools" or name.startswith("ortools."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+        return None
+sys.meta_path.insert(0, _NoOrTools())
+"""
+
+
+@pytest.mark.parametrize("kind", ["consumer", "streams"])
+def test_ortools_missing_falls_back_in_library_and_cli(kind, tmp_path):
+    doc = consumer_doc() if kind == "consumer" else streams_doc(num_standby_replicas=1)
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(doc))
+    code = _BLOCK_ORTOOLS + f"""
+import json, stickyflow
+from stickyflow.adapters.cli import main
+from tests.checker import check_result
+snap = stickyflow.load_snapshot({str(path)!r})
+r = stickyflow.assign(snap)
+check_result(snap, r)
+print(json.dumps({{"status": r.solver.status, "reason": r.solver.reason, "method": r.solver.method}}))
+sys.exit(main(["solve", {str(path)!r}, "-o", {str(tmp_path / "out.json")!r}]))
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lib = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert lib["status"] == "fallback" and "OR-Tools" in lib["reason"], lib
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["solver"]["status"] == "fallback" and "OR-Tools" in out["solver"]["reason"]
+    snap = stickyflow.parse_snapshot(doc)
+    assert out["assignment"] == stickyflow.assign(snap, "sticky").to_json()["assignment"]
+
+
+# --------------------------------------------------------------------------- a time limit of 1 ms
+
+def test_consumer_one_millisecond_limit():
+    # large enough that building the model takes longer than the limit: the greedy stands in
+    snap = stickyflow.parse_snapshot(consumer_doc(partitions=20_000, members=200))
+    r = stickyflow.assign(snap, time_limit=0.001)
+    assert_fallback(snap, r, "TimeLimitError", "time limit")
+    with pytest.raises(stickyflow.TimeLimitError):
+        stickyflow.assign(snap, time_limit=0.001, fallback=False)
+    # small enough that the whole flow fits: the optimum, never a partial answer
+    small = stickyflow.parse_snapshot(consumer_doc(partitions=6, members=2))
+    r = stickyflow.assign(small, time_limit=0.001)
+    check_result(small, r)
+    assert r.solver.status in ("optimal", "fallback")
+    if r.solver.status == "fallback":
+        assert "time limit" in r.solver.reason
+
+
+def test_streams_one_millisecond_limit():
+    snap = stickyflow.parse_snapshot(streams_doc(tasks=120, clients=8, racks=3, num_standby_replicas=2,
+                                                 config={"rack_aware_assignment_tags": ["zone"]}))
+    r = stickyflow.assign(snap, method="cpsat", time_limit=0.001)
+    check_result(snap, r)
+    # CP-SAT's best in time, the flow's solution when it keeps every rule, or the greedy with the reason
+    assert r.solver.status in ("feasible", "optimal", "fallback"), r.solver
+    if r.solver.status == "fallback":
+        assert "time limit" in r.solver.reason
+
+
+def test_cli_time_limit(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(consumer_doc(partitions=20_000, members=200)))
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "stickyflow.adapters.cli", "solve", str(path), "-o", str(out),
+                           "--time-limit", "0.001"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["solver"]["status"] == "fallback" and "time limit" in doc["solver"]["reason"]
+
+
+# --------------------------------------------------------------------------- proven infeasible
+
+def test_streams_infeasible_move_cap():
+    # balance needs moves that max_moves = 0 forbids: CP-SAT proves it, the greedy stands in
+    snap = stickyflow.parse_snapshot(streams_doc(tasks=30, clients=4, stateful_fraction=0.0))
+    free = stickyflow.assign(snap)
+    assert free.metrics["moves"] > 0
+    r = stickyflow.assign(snap, max_moves=0)
+    assert_fallback(snap, r, "InfeasibleError", "infeasible")
+    with pytest.raises(stickyflow.InfeasibleError):
+        stickyflow.assign(snap, max_moves=0, fallback=False)
+
+
+# --------------------------------------------------------------------------- the solver raises
+
+@pytest.mark.parametrize("where", ["flow", "cpsat"])
+def test_streams_solver_exception(monkeypatch, where):
+    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams_flow as sf
+
+    def boom(*a, **k):
+        raise RuntimeError("solver exploded")
+
+    if where == "flow":
+        monkeypatch.setattr(sf, "solve_flow", boom)
+    else:
+        monkeypatch.setattr(sc, "solve_cpsat", boom)
+    snap = stickyflow.parse_snapshot(streams_doc(num_standby_replicas=1))
+    r = stickyflow.assign(snap, method=where)
+    assert_fallback(snap, r, "RuntimeError", "solver exploded")
+    with pytest.raises(stickyflow.SolverFaultError, match="solver exploded"):
+        stickyflow.assign(snap, method=where, fallback=False)
+
+
+@pytest.mark.parametrize("kind", ["consumer", "streams"])
+def test_fallback_failing_too_is_one_typed_error(monkeypatch, kind, tmp_path, capsys):
+    """Both the optimizer and the greedy fail: a SolverFaultError naming both; the CLI exits 1 with one line."""
+    import stickyflow.formulations.consumer_flow as cf
+    import stickyflow.formulations.streams_opt as so
+    from stickyflow import registry
+
+    def boom(*a, **k):
+        raise RuntimeError("optimizer down")
+
+    def greedy_down(*a, **k):
+        raise ValueError("greedy down")
+
+    if kind == "consumer":
+        monkeypatch.setattr(cf, "_solve_flow", boom)
+        doc = consumer_doc()
+    else:
+        monkeypatch.setattr(so, "build_model", boom)
+        doc = streams_doc()
+    import dataclasses
+
+    spec = registry.get_assignor("sticky", kind)
+    monkeypatch.setitem(registry._REGISTRY, ("sticky", kind), dataclasses.replace(spec, target=greedy_down))
+    with pytest.raises(stickyflow.SolverFaultError) as info:
+        stickyflow.assign(doc)
+    assert "optimizer down" in str(info.value) and "greedy down" in str(info.value)
+    from stickyflow.adapters.cli import main
+
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(doc))
+    assert main(["solve", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "SolverFaultError" in err and "Traceback" not in err
+
