@@ -152,6 +152,17 @@ def _group_lists(owner: np.ndarray, item_group: np.ndarray, item_local: np.ndarr
 
 # --------------------------------------------------------------------------- consumer groups
 
+def _racks_and_churn(scenario: str, racks: int | None, churn: int | None, members: int) -> tuple[int, int]:
+    """The rack count (3 for a rack outage unless given, else none) and the churn (a tenth of the members)."""
+    if racks is None:
+        racks = 3 if scenario == "rack_outage" else 0
+    racks = _positive("racks", racks, 0)
+    if scenario == "rack_outage" and racks < 2:
+        raise ValueError("racks: rack_outage needs at least 2 racks")
+    churn = max(1, members // 10) if churn is None else _positive("churn", churn, 0)
+    return racks, churn
+
+
 def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members: int = 4, topics: int = 2,
                       seed: int = 0, racks: int | None = None, replication: int = 2, churn: int | None = None,
                       protocol: str = "eager", id: str | None = None, now_ms: int = 0,
@@ -183,12 +194,7 @@ def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members
     if protocol not in ("eager", "cooperative"):
         raise ValueError(f'protocol: must be "eager" or "cooperative", not {protocol!r}')
     rng = np.random.default_rng([seed, 0x5C0])
-    if racks is None:
-        racks = 3 if scenario == "rack_outage" else 0
-    racks = _positive("racks", racks, 0)
-    if scenario == "rack_outage" and racks < 2:
-        raise ValueError("racks: rack_outage needs at least 2 racks")
-    churn = max(1, members // 10) if churn is None else _positive("churn", churn, 0)
+    racks, churn = _racks_and_churn(scenario, racks, churn, members)
 
     sizes = _split(partitions, topics, rng)
     topic_names = [f"topic-{i:0{max(2, len(str(topics - 1)))}d}" for i in range(topics)]
@@ -360,12 +366,7 @@ def streams_snapshot(scenario: str = "steady", *, tasks: int = 24, clients: int 
     subtopologies = _positive("subtopologies", subtopologies)
     clients = _positive("clients", clients, 0)
     rng = np.random.default_rng([seed, 0x57E])
-    if racks is None:
-        racks = 3 if scenario == "rack_outage" else 0
-    racks = _positive("racks", racks, 0)
-    if scenario == "rack_outage" and racks < 2:
-        raise ValueError("racks: rack_outage needs at least 2 racks")
-    churn = max(1, clients // 10) if churn is None else _positive("churn", churn, 0)
+    racks, churn = _racks_and_churn(scenario, racks, churn, clients)
     if num_standby_replicas is None:
         num_standby_replicas = 1 if scenario in ("lag_skew", "mixed", "rack_outage") else 0
     if threads is None:
