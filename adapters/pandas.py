@@ -56,7 +56,7 @@ RESULT_COLUMNS: dict[str, str] = {
     "method": "string",
     "reason": "string",
     "moves": "Int64",
-    "imbalance": "Int64",
+    "imbalance": "Float64",  # streams: tasks per thread, a fraction when clients have unequal threads
     "cross_rack": "Int64",
     "objective": "Float64",
     "bound": "Float64",
@@ -93,7 +93,7 @@ def result_row(result: Any, *, source: str | None = None, include_result: bool =
         "method": s.method,
         "reason": s.reason,
         "moves": _int_or_none(m.get("moves")),
-        "imbalance": _int_or_none(m.get("imbalance")),
+        "imbalance": _float_or_none(m.get("imbalance")),
         "cross_rack": _int_or_none(m.get("cross_rack")),
         "objective": _float_or_none(s.objective),
         "bound": _float_or_none(s.bound),
@@ -242,7 +242,7 @@ def results_frame(results: Iterable[Any], *, include_result: bool = False):
     >>> snap = suite("kip")[2]
     >>> f = results_frame([stickyflow.assign(snap, a) for a in ("optimal", "roundrobin")])
     >>> f[["assignor", "moves", "imbalance"]].to_dict("records")
-    [{'assignor': 'optimal', 'moves': 1, 'imbalance': 1}, {'assignor': 'roundrobin', 'moves': 2, 'imbalance': 1}]
+    [{'assignor': 'optimal', 'moves': 1, 'imbalance': 1.0}, {'assignor': 'roundrobin', 'moves': 2, 'imbalance': 1.0}]
     """
     rows = [result_row(r, include_result=include_result) for r in results]
     return _typed_frame(rows, _columns(include_result))
