@@ -18,6 +18,7 @@ too, per process kind: with the loop's CPU L and the batch's CPU B, an idle
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import sys
@@ -147,6 +148,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"speed-up: {loop_s / total_s:.2f}x the loop with start-up, {loop_s / batch_s:.2f}x without "
               f"(goal: >= 1.7x with <= 25 s start-up)")
     spark.stop()
+    record = {"n": args.n, "partitions": args.partitions, "members": args.members, "assignors": assignors,
+              "master": args.master, "strategy": args.strategy, "cores": os.cpu_count(),
+              "loop_s": loop_s, "session_s": session_s, "first_batch_s": tiny_s, "startup_s": startup_s,
+              "batch_s": batch_s, "total_s": total_s, "rows": summary.rows, "by_status": dict(summary.by_status),
+              "speedup_with_startup": loop_s / total_s if loop_s else None,
+              "speedup_without_startup": loop_s / batch_s if loop_s else None}
+    out = Path(__file__).resolve().parent.parent / "bench-results" / "spark_batch.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {out}")
     return 0
 
 
