@@ -17,12 +17,17 @@ then feed the clients. About ``tasks x (named racks + caught-up clients + 1)``
 arcs instead of ``tasks x clients``.
 
 The bands of :func:`.streams_opt.balance_bands` are tried from the most even
-while movements remain; the first with the fewest movements wins. With tags
-(one standby per task) the pools are (rack, tag combination) cells and every
-cell also carries the cheapest standby its tag rule leaves, so that actives are
-placed knowing where their standbys may go; when movements remain, a second
-target that prefers movements whose target may hold a standby is tried too,
-and the plan with fewer movements left uncovered (then lower cost) is kept.
+while movements remain; the first with the fewest movements wins. Actives are
+placed knowing where their standbys may go: a standby never shares its active's
+client, so each cell also carries the standby traffic it leaves. Without tags
+that is the ``want`` cheapest other clients, exact where there are no
+movements (each task's standbys are then independent of the others'; it
+decides the placement when every other client must hold a standby, as with
+two clients and one standby). With tags (one standby per task) the pools are
+(rack, tag combination) cells and every cell carries the cheapest standby its
+tag rule leaves; when movements remain, a second target that prefers movements
+whose target may hold a standby is tried too, and the plan with fewer
+movements left uncovered (then lower cost) is kept.
 
 **Standbys**, given what runs: first one on the target of every movement
 whose tag rule allows it (it warms that client up without spending the warm-up
@@ -37,11 +42,11 @@ Large ones use rack pools, whose units are then matched to clients so that no
 client holds two roles of a task (swaps inside a pool, where every client costs
 the same).
 
-**Bound.** The active flow without warm-up costs (with tags: each active cell
-priced with the cheapest standby its tag rule allows) plus each standby on its
-task's cheapest rack is a lower bound on the cost of any valid assignment in
-the same band with as few movements; when the solution reaches it, the status
-is ``optimal``.
+**Bound.** The active flow without warm-up costs, each active cell priced
+with the standbys it leaves room for as above (with tags, also at least the
+plain active flow plus each standby on its task's cheapest rack), is a lower
+bound on the cost of any valid assignment in the same band with as few
+movements; when the solution reaches it, the status is ``optimal``.
 """
 
 from __future__ import annotations
@@ -81,7 +86,10 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
                            standby=np.full((m.T, m.want), -1, dtype=np.int64), method="flow", status="optimal",
                            bound=0, extra={"movements": 0})
     warm_matters = bool(m.rep_cell.any())
-    aware = bool(m.tag_keys) and m.want > 0
+    # price each active with the standbys it leaves room for: with tags always (the tag rule depends on the
+    # active), without tags when standbys cost traffic (they cannot share the active's client, which matters
+    # most when every other client must hold one, e.g. 2 clients and a standby)
+    aware = m.want > 0 and (bool(m.tag_keys) or warm_matters)
     # the most even band unless a looser one (still within balance_factor) needs fewer movements
     sols = []
     for rank, (lo, hi) in enumerate(m.bands):
@@ -97,7 +105,7 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     extra["band"] = rank
     m.extra["band"] = (lo, hi)
     candidates = [sol]
-    if aware and sol.movements:
+    if m.tag_keys and aware and sol.movements:
         # with tags a movement's target may be barred from holding a standby; also try the targets that
         # prefer coverage by a standby, and keep whichever leaves fewer movements uncovered, then costs less
         candidates.append(solve_actives(m, lo, hi, warm_cross=warm_matters, standby_aware=True, coverage=True))
@@ -114,15 +122,17 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     plan = best[1]
     extra["t_standbys"] = round(time.perf_counter() - t1, 4)
 
-    # lower bounds among targets in this band with as few movements: actives without warm-up costs (with
-    # tags, plus the cheapest standby each active allows), or plain actives plus each standby's cheapest rack
-    lb_plain = sol.cost if not aware and not (sol.movements and warm_matters) else \
-        solve_actives(m, lo, hi, warm_cross=False).cost
-    bound = lb_plain + standby_lower_bound(m)
+    # lower bounds among targets in this band with as few movements: actives without warm-up costs, priced
+    # with the standbys each active allows (without tags this dominates the plain bound below), or plain
+    # actives plus each standby's cheapest rack
+    bound = 0
     if aware:
-        lb_aware = sol.cost if not (sol.movements and warm_matters) else \
+        bound = sol.cost if not (sol.movements and warm_matters) else \
             solve_actives(m, lo, hi, warm_cross=False, standby_aware=True).cost
-        bound = max(bound, lb_aware)
+    if not aware or m.tag_keys:
+        lb_plain = sol.cost if not aware and not (sol.movements and warm_matters) else \
+            solve_actives(m, lo, hi, warm_cross=False).cost
+        bound = max(bound, lb_plain + standby_lower_bound(m))
     plan.bound = int(bound)
     plan.extra = {**extra, **plan.extra, "t_flow": round(time.perf_counter() - t0, 4)}
     return plan
@@ -244,11 +254,14 @@ def solve_actives(m: StreamsModel, lo: np.ndarray, hi: np.ndarray, *, warm_cross
     """The balanced target with the fewest movements, then the least cost.
 
     ``warm_cross``: count the warm-up's changelog traffic of every movement.
-    ``standby_aware`` (with tags): price every active cell with the cheapest
-    standby cell its tag rule leaves (capacities ignored), so that the cost is
-    a lower bound on actives plus standbys. ``coverage`` (with tags): prefer,
-    right after fewer movements, targets whose tag values let them hold a
-    standby of the task (it warms them up without a warm-up).
+    ``standby_aware``: price every active cell with the standbys it leaves
+    room for (capacities ignored), so that the cost is a lower bound on actives
+    plus standbys: with tags, ``want`` times the cheapest standby cell its tag
+    rule leaves; without tags, the ``want`` cheapest clients other than the
+    active one (what the standby flow then pays, when no task moves).
+    ``coverage`` (with tags): prefer, right after fewer movements, targets
+    whose tag values let them hold a standby of the task (it warms them up
+    without a warm-up).
     """
     T, C = m.T, m.C
     sub_balance = m.sub_lo is not None
@@ -259,11 +272,15 @@ def solve_actives(m: StreamsModel, lo: np.ndarray, hi: np.ndarray, *, warm_cross
         M = len(m.combos)
         keys, acell = np.unique(m.cell * M + m.client_combo, return_inverse=True)
         cell_rack, cell_combo = keys // M, keys % M
-        mins = _standby_min_by_combo(m)  # (T, M)
-        act_rows = m.act_cell[:, cell_rack] + m.want * mins[:, cell_combo]
-        aug_move = m.want * mins[np.arange(T), m.client_combo[np.maximum(m.holder, 0)]]
-        aug_move = np.where(m.holder >= 0, aug_move, 0)
-        client_aug = m.want * mins[:, m.client_combo]  # per (t, c), read on demand below
+        if m.tag_keys:
+            mins = _standby_min_by_combo(m)  # (T, M)
+            act_rows = m.act_cell[:, cell_rack] + m.want * mins[:, cell_combo]
+            client_aug = m.want * mins[:, m.client_combo]  # per (t, c), read on demand below
+        else:
+            least = _standby_least_by_cell(m)  # (T, R + 1); one combination, so cells are racks
+            act_rows = m.act_cell[:, cell_rack] + least[:, cell_rack]
+            client_aug = least[:, m.cell]
+        aug_move = np.where(m.holder >= 0, client_aug[np.arange(T), np.maximum(m.holder, 0)], 0)
     else:
         keys, acell = np.unique(m.cell, return_inverse=True)
         cell_rack = keys
@@ -380,6 +397,23 @@ def _standby_min_by_combo(m: StreamsModel) -> np.ndarray:
         _, allowed = allowed_combos(m, np.array([_first_client(m, a)]))
         racks = np.unique(m.cell[np.isin(m.client_combo, allowed[a])])
         out[:, a] = m.rep_cell[:, racks].min(axis=1) if len(racks) else 0
+    return np.where(m.stateful[:, None], out, 0)
+
+
+def _standby_least_by_cell(m: StreamsModel) -> np.ndarray:
+    """(T, R + 1): for an active on a client of cell ``r``, the least changelog traffic of the task's
+    ``want`` standbys on the other clients (capacities ignored; 0 for stateless tasks)."""
+    n = np.bincount(m.cell, minlength=m.R + 1)
+    out = np.zeros((m.T, m.R + 1), dtype=np.int64)
+    if not m.want or not m.T:
+        return out
+    order = np.argsort(m.rep_cell, axis=1, kind="stable")
+    cost = np.take_along_axis(m.rep_cell, order, axis=1)
+    for r in np.flatnonzero(n).tolist():
+        avail = (n - (np.arange(m.R + 1) == r))[order]       # clients per cell, cheapest cell first
+        before = np.cumsum(avail, axis=1) - avail
+        take = np.clip(m.want - before, 0, avail)              # want <= clients - 1: always enough
+        out[:, r] = (take * cost).sum(axis=1)
     return np.where(m.stateful[:, None], out, 0)
 
 
