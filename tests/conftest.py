@@ -35,8 +35,7 @@ def seed(request) -> int:
 
 
 def example_paths() -> list[Path]:
-    """The bundled copies of the shared KIP examples (and the shared originals when present)."""
+    """The shared KIP examples (the contract's originals win over the bundled copies of the same name)."""
     seen = {p.name: p for p in EXAMPLES}
-    for p in SHARED_EXAMPLES:
-        seen.setdefault(p.name, p)
-    return sorted(seen.values())
+    seen.update({p.name: p for p in SHARED_EXAMPLES})
+    return sorted(seen.values(), key=lambda p: p.name)
