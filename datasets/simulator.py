@@ -692,7 +692,8 @@ class _StreamsApp(_Group):
         self.clients: dict[str, dict[str, Any]] = {}
         self.departed: dict[str, dict[str, Any]] = {}
         for c in snap.clients:
-            state = {tid: int(lag) for tid, lag in c.lags.items() if tid in self.stateful}
+            # the snapshot's one lag rule (a report above the end offset sum counts as that sum)
+            state = {tid: min(int(lag), self.end_offset[tid]) for tid, lag in c.lags.items() if tid in self.stateful}
             state.update({tid: 0 for tid in c.running if tid in self.stateful})
             self.clients[c.process_id] = {
                 "process_id": c.process_id, "threads": c.threads, "rack": c.rack, "tags": dict(c.tags),

@@ -8,20 +8,30 @@ assignment configs (:class:`StreamsConfig`, Kafka's names and defaults). See
 ``snapshot-format.md`` (kind ``"streams"``).
 
 The wire format's ``-2`` lag (Kafka's ``Task.LATEST_OFFSET``: "I was running
-it") is translated once, here: :meth:`Client.lag` answers 0 for such a task, the
-reported lag for a task with local state, and the task's ``end_offset_sum``
-for a stateful task the client has no state for.
+it") is translated once, in the reader. There is one lag rule, in
+:meth:`Client.lag`, and everything else (:meth:`StreamsSnapshot.is_caught_up`,
+the :class:`StreamsIndex` that the check and the greedy assignors read, and
+``streams_rank.rank``) goes through it: 0 for a task the client was running
+and for every stateless task (no state, nothing to restore); the reported lag,
+at most the task's ``end_offset_sum``, for a task with local state (a client's
+offset sum cannot be negative, so its lag never exceeds the end offset sum, and
+Kafka's own lag computation never reports more); ``end_offset_sum`` for a
+stateful task the client has no state for. "Caught up" is then lag at most
+``acceptable_recovery_lag``, and a task whose ``end_offset_sum`` is within it has
+every client caught up as a consequence, not as a separate rule.
 
 >>> snap = parse_streams({
 ...     "format": "stickyflow.snapshot/1", "kind": "streams",
 ...     "tasks": [{"id": "0_0", "stateful": True, "end_offset_sum": 500}],
 ...     "clients": [{"process_id": "a", "previous_active": ["0_0"], "previous_standby": []},
 ...                 {"process_id": "b", "previous_active": [], "previous_standby": [],
+...                  "lags": {"0_0": 400}},
+...                 {"process_id": "c", "previous_active": [], "previous_standby": [],
 ...                  "lags": {"0_0": 20000}}],
 ...     "config": {"acceptable_recovery_lag": 100}})
 >>> t = snap.tasks[0]
 >>> [c.lag(t) for c in snap.clients], [snap.is_caught_up(c, t) for c in snap.clients]
-([0, 20000], [True, False])
+([0, 400, 500], [True, False, False])
 """
 
 from __future__ import annotations
@@ -134,7 +144,9 @@ class Client:
 
     ``lags`` holds the lags the client reported, with the wire format's ``-2``
     already translated: tasks it was running are in ``running`` (lag 0) and not
-    in ``lags``. Use :meth:`lag` rather than reading ``lags`` directly.
+    in ``lags``. ``lags`` keeps the reported values as sent (so that a snapshot
+    writes back as it was read); use :meth:`lag`, the one lag rule, rather than
+    reading ``lags`` directly.
     """
 
     process_id: str
@@ -147,17 +159,29 @@ class Client:
     running: frozenset[str] = frozenset()
 
     def lag(self, task: Task) -> int:
-        """Offset lag of this client's local state for ``task``: 0 when it was running it,
-        the reported lag when it has local state, else ``task.end_offset_sum`` (0 for a stateless task)."""
-        if task.id in self.running:
+        """Offset lag of this client's local state for ``task``: the one lag rule (see the module docstring).
+
+        0 for a stateless task (a reported lag is ignored: there is no state to
+        restore) and for a task it was running; the reported lag clamped to
+        ``task.end_offset_sum`` when it has local state (lag = end - offsets with
+        offsets >= 0, so a larger report is impossible and Kafka never makes one);
+        else ``task.end_offset_sum``. The clamp lives here, where the lag is
+        computed, so that every reader of lags (caught-up, rank, the index, the
+        check) agrees.
+        """
+        if not task.stateful or task.id in self.running:
             return 0
         reported = self.lags.get(task.id)
-        if reported is not None:
-            return reported
-        return task.end_offset_sum if task.stateful else 0
+        if reported is None:
+            return task.end_offset_sum
+        return min(reported, task.end_offset_sum)
 
     def reported_lag(self, task_id: str) -> int | None:
-        """The lag this client reported for ``task_id`` (0 for a task it was running), None when it has no state."""
+        """The lag this client reported for ``task_id`` as sent (0: it was running it), None when it has no state.
+
+        Raw, for display and round-trips: not clamped to the end offset sum and
+        not zeroed for stateless tasks. Decisions use :meth:`lag`.
+        """
         if task_id in self.running:
             return 0
         return self.lags.get(task_id)
@@ -225,10 +249,13 @@ class StreamsIndex:
       ``prev_active[t]``: the previous active client of ``t`` (the first one
       listed when two claim it), -1 for none (internal arrays only)
     * ``prev_standby_client/task``
-    * ``lag_client/task/value``: reported lags (running tasks at 0), sorted by task
+    * ``lag_client/task/value``: the pairs a client reported on (running tasks
+      included), sorted by task, with :meth:`Client.lag` as the value (running
+      and stateless at 0, reports clamped to ``end_offset_sum``)
     * ``caught_up_client/task``: reported pairs with lag at most the acceptable lag
     * ``everyone_caught_up[t]``: a stateful task whose ``end_offset_sum`` is within
-      the acceptable lag (any client is caught up), and every stateless task
+      the acceptable lag, and every stateless task. Not a second rule: every lag
+      is at most ``end_offset_sum`` (0 when stateless), so every client is caught up
     """
 
     task_ids: tuple[str, ...]
@@ -310,7 +337,11 @@ class StreamsSnapshot:
         return tuple(t for t in self.tasks if not t.stateful)
 
     def is_caught_up(self, client: Client, task: Task) -> bool:
-        """Whether ``client`` is caught up for ``task``: lag at most ``acceptable_recovery_lag`` (or was running it)."""
+        """Whether ``client`` is caught up for ``task``: :meth:`Client.lag` at most ``acceptable_recovery_lag``.
+
+        Through :meth:`Client.lag`, so a running or stateless task is caught up and
+        a report above ``end_offset_sum`` counts as ``end_offset_sum``, as in the index.
+        """
         return client.lag(task) <= self.config.acceptable_recovery_lag
 
     def standbys_per_task(self) -> int:
@@ -561,22 +592,18 @@ def _build_index(snap: StreamsSnapshot) -> StreamsIndex:
     lt: list[int] = []
     lv: list[int] = []
     for ci, c in enumerate(snap.clients):
-        for tid in c.running:
+        for tid in c.running.union(c.lags):  # one pair per task, whichever way it was reported
             ti = task_pos.get(tid)
             if ti is not None:
-                lc.append(ci), lt.append(ti), lv.append(0)
-        for tid, lag in c.lags.items():
-            ti = task_pos.get(tid)
-            if ti is not None:
-                lc.append(ci), lt.append(ti), lv.append(lag)
+                # Client.lag is the one lag rule (running/stateless 0, reports clamped to the end offset sum)
+                lc.append(ci), lt.append(ti), lv.append(c.lag(snap.tasks[ti]))
     lag_client = np.asarray(lc, dtype=np.int64)
     lag_task = np.asarray(lt, dtype=np.int64)
     lag_value = np.asarray(lv, dtype=np.int64)
     order = np.lexsort((lag_client, lag_task))
     lag_client, lag_task, lag_value = lag_client[order], lag_task[order], lag_value[order]
-    # stateless tasks have no state: every client is as good as any other
-    lag_value = np.where(stateful[lag_task], lag_value, 0) if len(lag_task) else lag_value
     arl = snap.config.acceptable_recovery_lag
+    # follows from Client.lag (every lag <= end_offset_sum, 0 when stateless); kept as an array for speed
     everyone = ~stateful | (end_offset <= arl)
     cu = (lag_value <= arl) & ~everyone[lag_task] if len(lag_task) else np.zeros(0, dtype=bool)
     ro = lambda a: (a.setflags(write=False), a)[1]  # noqa: E731

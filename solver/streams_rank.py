@@ -3,7 +3,10 @@
 :func:`rank` gives every stateful task its candidate clients, best first:
 rank 0 for every caught-up client (lag at most ``acceptable_recovery_lag``, or
 it was running the task: one rank, as in the KIP), then the others with their
-lag as rank. :func:`should_rebalance` proposes the balanced assignment (the
+lag as rank. The lag is :meth:`~stickyflow.streams.Client.lag`, the one lag
+rule (reports clamped to the end offset sum), so the ranking agrees with
+:meth:`~stickyflow.streams.StreamsSnapshot.is_caught_up` and with the check.
+:func:`should_rebalance` proposes the balanced assignment (the
 high-availability assignor's target) and reports the movements from the current
 owner whose destination is a top-ranked candidate: those can happen at once,
 with no warm-up.
@@ -34,7 +37,12 @@ __all__ = ["RankedClient", "Movement", "RebalanceCheck", "rank", "should_rebalan
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RankedClient:
-    """A candidate client of a task: ``rank`` 0 when caught up, else its lag; ``lag`` as reported (0: running it)."""
+    """A candidate client of a task: ``rank`` 0 when caught up, else its lag.
+
+    ``lag`` is :meth:`Client.lag` (0: running it; a report above the task's
+    ``end_offset_sum`` counts as ``end_offset_sum``), the same lag the check and
+    the assignors read, so rank 0 here means caught up there.
+    """
 
     process_id: str
     rank: int
@@ -83,7 +91,7 @@ def rank(snapshot: StreamsSnapshot, tasks: Iterable[str] | None = None) -> dict[
             continue
         ranked = []
         for c in clients:
-            lag = c.lag(t)
+            lag = c.lag(t)  # the one lag rule: never re-derive it from c.lags here
             ranked.append(RankedClient(process_id=c.process_id, rank=0 if lag <= arl else lag, lag=lag))
         ranked.sort(key=lambda r: r.rank)  # stable: process id order within a rank
         out[t.id] = tuple(ranked)

@@ -60,7 +60,13 @@ def test_at_most_one_learner_and_only_stateful_moves_are_learned(seed):
         assert r.metrics["warmups"] <= 1
 
 
-def test_a_caught_up_standby_is_preferred_as_the_learner():
+def test_a_client_holding_a_lagging_standby_is_preferred_as_the_learner():
+    """The learner goes to a new or least loaded client, one holding a standby of the task first.
+
+    The standby is lagging on purpose: a caught-up standby would have been
+    promoted to active before a learner is picked, so the preference that matters
+    is "holds a standby" among equally loaded clients (b and c both run nothing).
+    """
     tasks = [{"id": f"0_{i}", "stateful": True, "end_offset_sum": 10**6} for i in range(4)]
     doc = {"format": "stickyflow.snapshot/1", "kind": "streams", "tasks": tasks, "config": {
         "rebalancing_mode": "learner", "num_standby_replicas": 1},
@@ -94,12 +100,18 @@ def test_a_lost_leader_changes_nothing(seed):
     """The decision is a function of what members report: a fresh leader (a new parse, no memory) decides the same."""
     rng = np.random.default_rng(seed)
     doc = make_streams(rng, "scale_out", tasks=20, clients=5, standbys=1, mode="learner", churn=2)
-    r1 = stickyflow.assign(doc, "sticky")
+    snap1 = stickyflow.parse_snapshot(doc)
+    r1 = stickyflow.assign(snap1, "sticky")
+    check_result(snap1, r1)
     doc2 = next_round(doc, r1)
-    continued = stickyflow.assign(doc2, "sticky")
+    snap2 = stickyflow.parse_snapshot(doc2)
+    continued = stickyflow.assign(snap2, "sticky")
+    check_result(snap2, continued)
     # a brand-new leader: the snapshot re-read from its JSON text, in another client order
     fresh_doc = json.loads(json.dumps(streams_to_json(parse_streams(doc2))))
     fresh_doc["clients"] = fresh_doc["clients"][::-1]
-    fresh = stickyflow.assign(fresh_doc, "sticky")
+    fresh_snap = stickyflow.parse_snapshot(fresh_doc)
+    fresh = stickyflow.assign(fresh_snap, "sticky")
+    check_result(fresh_snap, fresh)
     assert {k: v.to_json() for k, v in continued.assignment.items()} == {k: v.to_json() for k, v in fresh.assignment.items()}
     assert continued.followup_rebalance_deadline_ms == fresh.followup_rebalance_deadline_ms

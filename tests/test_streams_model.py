@@ -1,4 +1,4 @@
-"""The streams model: reading the spec's JSON, Kafka's defaults, the -2 lag at the edge, input errors naming the field."""
+"""The streams model: reading the spec's JSON, Kafka's defaults, the one lag rule, input errors naming the field."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import stickyflow
 from stickyflow.adapters.cli import main
 from stickyflow.streams import (ClientAssignment, StreamsConfig, parse_streams, parse_task_id, streams_to_json,
                                 task_key)
+from stickyflow.streams_rank import rank
 from tests.conftest import example_paths
 
 BASE = {
@@ -84,7 +85,68 @@ def test_a_small_end_offset_makes_everyone_caught_up():
     doc["tasks"][1]["end_offset_sum"] = 10
     snap = parse_streams(doc)
     assert list(snap.index.caught_up_clients(1)) == [0, 1, 2]
-    assert all(snap.is_caught_up(c, snap.tasks[1]) for c in snap.clients[:1] + snap.clients[2:])
+    # b reported 20,000 on a task whose end offset sum is 10: its lag is 10, caught up on every path
+    assert snap.clients[1].lag(snap.tasks[1]) == 10
+    assert all(snap.is_caught_up(c, snap.tasks[1]) for c in snap.clients)
+
+
+def _one_task_doc(end_offset_sum, arl, lag_a, lag_b=0, stateful=True):
+    return {"format": "stickyflow.snapshot/1", "kind": "streams",
+            "tasks": [{"id": "0_0", "stateful": stateful, "end_offset_sum": end_offset_sum}],
+            "clients": [{"process_id": "a", "previous_active": [], "previous_standby": [], "lags": {"0_0": lag_a}},
+                        {"process_id": "b", "previous_active": [], "previous_standby": [], "lags": {"0_0": lag_b}}],
+            "config": {"acceptable_recovery_lag": arl}}
+
+
+def _caught_up_everywhere(snap, pid):
+    """Whether ``pid`` is caught up on task 0_0 by each path: the model, the rank, the index, the check."""
+    c, t = snap.client(pid), snap.task("0_0")
+    ranked = {r.process_id: r for r in rank(snap).get("0_0", ())} if t.stateful else {}
+    ci = snap.index.client_pos[pid]
+    on_it = {p: {"active": ["0_0"] if p == pid else []} for p in ("a", "b")}
+    violations = [v.code for v in stickyflow.validate_streams(snap, on_it)]
+    return {
+        "model": snap.is_caught_up(c, t),
+        "rank": ranked[pid].rank == 0 if ranked else True,  # stateless tasks are not ranked: no state to wait for
+        "index": ci in snap.index.caught_up_clients(0).tolist(),
+        "check": "ACTIVE_TASK_NOT_CAUGHT_UP" not in violations,
+    }
+
+
+def test_a_reported_lag_above_the_end_offset_sum_is_clamped_on_every_path():
+    """The audit's repro: end offset sum 50, acceptable lag 100, a reports 20,000 and b 0.
+
+    a's state cannot be further behind than "no state at all" (lag 50), so it is
+    caught up: the model, the rank, the index and the check must all say so.
+    Before the one lag rule, rank gave a rank 20,000 and is_caught_up said False
+    while the check accepted 0_0 active on a.
+    """
+    snap = parse_streams(_one_task_doc(end_offset_sum=50, arl=100, lag_a=20_000))
+    a = snap.client("a")
+    assert a.lag(snap.tasks[0]) == 50 and snap.index.lag(0, 0) == 50
+    assert a.lags["0_0"] == 20_000  # the report itself is kept as sent
+    assert [(r.process_id, r.rank, r.lag) for r in rank(snap)["0_0"]] == [("a", 0, 50), ("b", 0, 0)]
+    assert _caught_up_everywhere(snap, "a") == dict.fromkeys(("model", "rank", "index", "check"), True)
+    assert stickyflow.validate_streams(snap, {"a": {"active": ["0_0"]}, "b": {}}) == []
+    assert streams_to_json(parse_streams(streams_to_json(snap))) == streams_to_json(snap)  # still round-trips
+    # and the other way: with acceptable lag 10 the clamped lag 50 is too much everywhere, b (lag 0) is caught up
+    tight = parse_streams(_one_task_doc(end_offset_sum=50, arl=10, lag_a=20_000))
+    assert _caught_up_everywhere(tight, "a") == dict.fromkeys(("model", "rank", "index", "check"), False)
+    assert _caught_up_everywhere(tight, "b") == dict.fromkeys(("model", "rank", "index", "check"), True)
+    assert [(r.process_id, r.rank) for r in rank(tight)["0_0"]] == [("b", 0), ("a", 50)]
+
+
+def test_a_reported_lag_on_a_stateless_task_is_ignored():
+    """A stateless task has no state to restore: every client has lag 0 on it, whatever it reports."""
+    snap = parse_streams(_one_task_doc(end_offset_sum=0, arl=100, lag_a=20_000, lag_b=7, stateful=False))
+    t = snap.tasks[0]
+    assert [c.lag(t) for c in snap.clients] == [0, 0] and [snap.index.lag(c, 0) for c in (0, 1)] == [0, 0]
+    assert rank(snap) == {}  # only stateful tasks are ranked
+    assert _caught_up_everywhere(snap, "a") == dict.fromkeys(("model", "rank", "index", "check"), True)
+    assert stickyflow.validate_streams(snap, {"a": {"active": ["0_0"]}, "b": {}}) == []
+    # even with no slack at all
+    strict = parse_streams(_one_task_doc(end_offset_sum=0, arl=0, lag_a=20_000, stateful=False))
+    assert all(strict.is_caught_up(c, strict.tasks[0]) for c in strict.clients)
 
 
 def test_stale_references_are_not_errors():

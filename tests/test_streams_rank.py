@@ -41,9 +41,14 @@ def test_rank_is_sorted_for_random_snapshots(seed):
             task = snap.task(tid)
             keys = [(x.rank, x.process_id) for x in ranked]
             assert keys == sorted(keys) and len(ranked) == len(snap.clients)
+            caught = set(snap.index.caught_up_clients(snap.index.task_pos[tid]).tolist())
             for x in ranked:
-                assert x.lag == snap.client(x.process_id).lag(task)
+                client = snap.client(x.process_id)
+                assert x.lag == client.lag(task) <= task.end_offset_sum
                 assert (x.rank == 0) == (x.lag <= arl)
+                # one rule: the rank, the model and the index (the check's and the assignors' view) agree
+                assert (x.rank == 0) == snap.is_caught_up(client, task) == \
+                    (snap.index.client_pos[x.process_id] in caught)
 
 
 def test_should_rebalance_reports_movements_to_caught_up_destinations():
