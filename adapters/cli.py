@@ -54,6 +54,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     import stickyflow
     from stickyflow.snapshot import dumps_result, loads_snapshot
 
+    if ":" in args.assignor:
+        _importable_from_here()
     data = sys.stdin.buffer.read() if args.snapshot == "-" else None
     snap = loads_snapshot(data) if data is not None else stickyflow.load_snapshot(args.snapshot)
     if args.time_limit is not None and not args.time_limit > 0:
@@ -67,6 +69,17 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(out + b"\n")
         sys.stdout.flush()
     return EXIT_OK
+
+
+def _importable_from_here() -> None:
+    """Let ``--assignor module:function`` name a module in the working directory, as ``python -m`` would.
+
+    The console script's ``sys.path`` starts with its own ``bin`` folder, not the working directory; it goes
+    last, so that a file there never shadows an installed package.
+    """
+    here = str(Path.cwd())
+    if here not in sys.path:
+        sys.path.append(here)
 
 
 def _cmd_assignors(args: argparse.Namespace) -> int:
@@ -93,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except StickyflowError as exc:
         print(f"stickyflow: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:  # an output path that cannot be written, an input that cannot be read
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"stickyflow: cannot write or read{where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("stickyflow: interrupted", file=sys.stderr)

@@ -13,8 +13,9 @@ See ``snapshot-format.md`` for the snapshot and result JSON.
 from .api import assign
 from .consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer, previous_owners
 from .consumer_check import consumer_metrics, cooperative_split, validate_consumer
-from .errors import (BackendMissingError, InfeasibleError, InvalidSnapshotError, Problem, SolverFaultError,
-                     StickyflowError, TimeLimitError, UnknownAssignorError)
+from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
+                     InvalidSnapshotError, Problem, SolverFaultError, StickyflowError, TimeLimitError,
+                     UnknownAssignorError)
 from .registry import SolveOptions, available_assignors, get_assignor, register_assignor, unregister_assignor
 from .result import AssignmentResult, Decision, SolverInfo, Violation
 from .snapshot import as_snapshot, dumps_result, load_snapshot, loads_snapshot, parse_snapshot, snapshot_to_json
@@ -34,5 +35,5 @@ __all__ = [
     "parse_snapshot", "loads_snapshot", "load_snapshot", "as_snapshot", "snapshot_to_json", "dumps_result",
     "register_assignor", "unregister_assignor", "available_assignors", "get_assignor",
     "StickyflowError", "InvalidSnapshotError", "Problem", "InfeasibleError", "BackendMissingError",
-    "SolverFaultError", "TimeLimitError", "UnknownAssignorError",
+    "SolverFaultError", "InvalidAssignmentError", "CostRangeError", "TimeLimitError", "UnknownAssignorError",
 ]

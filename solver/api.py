@@ -29,7 +29,8 @@ import numpy as np
 from .consumer import ConsumerSnapshot, previous_owners, remembered_claims
 from .consumer_check import (ArrayAssignment, as_array_assignment, cooperative_split, inspect_consumer,
                              normalize_consumer_assignment)
-from .errors import InvalidSnapshotError, SolverFaultError, StickyflowError, UnknownAssignorError
+from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
+                     UnknownAssignorError)
 from .registry import SolveOptions, get_assignor
 from .result import AssignmentResult, Decision, Finished, SolverInfo
 from .snapshot import as_snapshot
@@ -93,9 +94,9 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
     if decision is not None:
         finished = finish(snap, decision)
         if finished.violations:
-            problem = "; ".join(str(v) for v in finished.violations[:3])
             if not (spec.optimizing and fallback):
-                raise SolverFaultError(f"assignor {assignor!r} returned an invalid assignment: {problem}")
+                raise _invalid(snap.kind, f"assignor {assignor!r}", finished.violations)
+            problem = "; ".join(str(v) for v in finished.violations[:3])
             reason = f"the {decision.method} solution was invalid ({problem})"
             decision = finished = None
     if decision is None:
@@ -112,8 +113,7 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
                             extra=decision.extra)
         finished = finish(snap, decision)
         if finished.violations:
-            problem = "; ".join(str(v) for v in finished.violations[:3])
-            raise SolverFaultError(f"the fallback assignor returned an invalid assignment: {problem}")
+            raise _invalid(snap.kind, "the fallback assignor", finished.violations)
     wall = time.perf_counter() - t0
     assert finished is not None
     return AssignmentResult(
@@ -163,6 +163,20 @@ def _finisher(kind: str):
     from .streams_check import finish_streams
 
     return finish_streams
+
+
+def _invalid(kind: str, who: str, violations: tuple) -> InvalidAssignmentError:
+    """The typed error for an invalid answer with nothing to stand in: KIP-924's code, then the first rules."""
+    if kind == "streams":
+        from .streams_check import assignment_error
+
+        code = assignment_error(violations)
+    else:
+        code = violations[0].code
+    more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
+    problem = "; ".join(str(v) for v in violations[:3]) + more
+    return InvalidAssignmentError(f"{who} returned an invalid assignment, {code}: {problem}", error=code,
+                                  violations=violations)
 
 
 def _describe(exc: Exception) -> str:

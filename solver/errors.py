@@ -9,6 +9,11 @@ caller what to do next:
 * :class:`BackendMissingError`: an optional package (OR-Tools, pandas, pyspark,
   kafka-python) is not installed.
 * :class:`SolverFaultError`: a formulation produced something invalid: a bug.
+* :class:`CostRangeError`: the configured costs are too large, at this size,
+  for exact 64-bit integer optimization.
+* :class:`InvalidAssignmentError`: an assignor that has no fallback (a greedy one,
+  or your own) returned an assignment that breaks the rules; ``error`` is the
+  KIP-924 ``AssignmentError`` name and ``violations`` lists every broken rule.
 
 Running out of time is not an error: the optimizer keeps its best solution or
 the greedy assignor stands in, and the result's ``solver.status`` says which.
@@ -25,6 +30,8 @@ __all__ = [
     "InfeasibleError",
     "BackendMissingError",
     "SolverFaultError",
+    "InvalidAssignmentError",
+    "CostRangeError",
     "TimeLimitError",
     "UnknownAssignorError",
 ]
@@ -84,6 +91,28 @@ class BackendMissingError(StickyflowError, ImportError):
 
 class SolverFaultError(StickyflowError, RuntimeError):
     """A formulation produced an invalid answer or crashed: a bug in stickyflow or a backend."""
+
+
+class InvalidAssignmentError(SolverFaultError):
+    """An assignor returned an assignment that fails the validity check, and nothing stood in for it.
+
+    ``error`` is the KIP-924 ``AssignmentError`` name of the most basic violation
+    (for example ``"UNKNOWN_TASK_ID"``; consumer groups use the same style:
+    ``"PARTITION_UNASSIGNED"``), ``violations`` every :class:`~stickyflow.Violation`.
+    stickyflow never returns such an assignment: this error is how a custom
+    assignor learns what it got wrong.
+    """
+
+    def __init__(self, message: str, *, error: str, violations: tuple = ()):
+        super().__init__(message)
+        self.error = error
+        self.violations = tuple(violations)
+
+
+class CostRangeError(StickyflowError, OverflowError):
+    """The costs, at this size, do not fit the solver's 64-bit integer arithmetic (with ``fallback``, the
+    greedy assignor stands in). Only the ratio of ``traffic_cost`` to ``non_overlap_cost`` matters: smaller
+    numbers with the same ratio give the same optimum."""
 
 
 class UnknownAssignorError(StickyflowError, KeyError):
