@@ -43,6 +43,7 @@ unit) on seeded instances.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -50,7 +51,8 @@ import numpy as np
 
 from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, previous_owners
 from stickyflow.consumer_check import ArrayAssignment
-from stickyflow.errors import BackendMissingError, SolverFaultError, TimeLimitError, UnknownAssignorError
+from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
+                               UnknownAssignorError)
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
@@ -257,6 +259,10 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     _, min_cost_flow = _ortools()
     tc = d.tc if d.rack_aware else 0
     noc = d.noc
+    # only the ratio of the two costs matters: dividing both by their gcd keeps the optimum and keeps large
+    # configured costs inside the solver's 64-bit range; the cost is scaled back after the solve
+    scale = math.gcd(tc, noc) or 1
+    tc, noc = tc // scale, noc // scale
 
     # ---- data: every partition of an assignable topic, numbered topic-major (g), in numpy
     T = len(d.topics)
@@ -355,12 +361,17 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     um = np.repeat(np.arange(M), units)
     k = lo[um] + 1 + (np.arange(len(um)) - np.repeat(np.cumsum(units) - units, units))  # the k-th unit of member um
     n_first = len(tails)
+    if len(k) and W * (2 * int(k.max()) - 1) * (n_nodes + 1) >= 2**63:  # what the solver's own check refuses
+        raise _cost_range(d, total)
     f = min_cost_flow.SimpleMinCostFlow()
+    # every piece int64: a float64 piece (np.zeros, np.ones) would make the whole array float64 and round
+    # unit costs above 2**53 (large costs at large sizes) before the solver sees them
+    i64 = np.int64
     f.add_arcs_with_capacity_and_unit_cost(
-        np.concatenate([tails, M + d.member_cell[in_cell], um]).astype(np.int64),
-        np.concatenate([heads, in_cell, np.full(len(um), sink)]).astype(np.int64),
-        np.concatenate([caps, np.full(len(in_cell), total), np.ones(len(um))]).astype(np.int64),
-        np.concatenate([costs, np.zeros(len(in_cell)), W * (2 * k - 1)]).astype(np.int64))
+        np.concatenate([tails, M + d.member_cell[in_cell], um]).astype(i64),
+        np.concatenate([heads, in_cell, np.full(len(um), sink, dtype=i64)]).astype(i64),
+        np.concatenate([caps, np.full(len(in_cell), total, dtype=i64), np.ones(len(um), dtype=i64)]).astype(i64),
+        np.concatenate([costs, np.zeros(len(in_cell), dtype=i64), W * (2 * k - 1)]).astype(i64))
     supply = np.zeros(n_nodes, dtype=np.int64)
     supply[pool_node] = pool_supply + np.bincount(g_pool, weights=g_size, minlength=NP).astype(np.int64)
     supply[:M] -= lo
@@ -369,6 +380,8 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     status = f.solve()
     if status == f.INFEASIBLE:
         return None
+    if status == f.BAD_COST_RANGE:
+        raise _cost_range(d, total)
     if status != f.OPTIMAL:
         raise SolverFaultError(f"min-cost flow ended with status {status}")
     flow = f.flows(np.arange(n_first + len(in_cell)))
@@ -401,7 +414,12 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     loads = np.bincount(new_owner[new_owner >= 0], minlength=M).astype(np.int64)
     sumsq = int(np.dot(loads, loads))
     cost = int(f.optimal_cost()) - _unit_cost_part(lo, loads, W) + noc * len(so)
-    return assignment, cost, sumsq
+    return assignment, cost * scale, sumsq
+
+
+def _cost_range(d: _Data, total: int) -> CostRangeError:
+    return CostRangeError(f"traffic_cost {d.tc} and non_overlap_cost {d.noc} are too large for an exact 64-bit flow "
+                          f"over {total} partitions (the same ratio in smaller numbers gives the same optimum)")
 
 
 def _unit_cost_part(lo: np.ndarray, loads: np.ndarray, W: int) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 from .errors import InvalidSnapshotError, Problem
 
 _MISSING = object()
+INT32_MAX = 2**31 - 1  # Kafka's partition ids, partition counts and generation ids are 32-bit
 
 
 def is_int(value: Any) -> bool:
@@ -53,12 +54,14 @@ class Checker:
         return value
 
     def integer(self, obj: dict, key: str, path: str, *, required: bool = True, minimum: int | None = None,
-                default: int | None = None, allow_null: bool = False, rule: str | None = None):
+                maximum: int | None = None, default: int | None = None, allow_null: bool = False,
+                rule: str | None = None):
         value = self.get(obj, key, path, required=required)
         if value is _MISSING or (allow_null and value is None):
             return default
-        if not is_int(value) or (minimum is not None and value < minimum):
-            self.fail(_join(path, key), rule or _int_rule(minimum, allow_null))
+        if (not is_int(value) or (minimum is not None and value < minimum)
+                or (maximum is not None and value > maximum)):
+            self.fail(_join(path, key), rule or _int_rule(minimum, allow_null, maximum))
             return default
         return value
 
@@ -116,8 +119,12 @@ class Checker:
                 self.fail(_join(path, key), "is not a known key (allowed: " + ", ".join(sorted(allowed)) + ")")
 
 
-def _int_rule(minimum: int | None, allow_null: bool) -> str:
+def _int_rule(minimum: int | None, allow_null: bool, maximum: int | None = None) -> str:
     rule = "must be an integer" if minimum is None else f"must be an integer >= {minimum}"
+    if maximum is not None:
+        rule += f" and <= {maximum}"
+        if maximum == INT32_MAX:
+            rule += " (a 32-bit integer, as in Kafka)"
     return rule + (" or null" if allow_null else "")
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._check import Checker, is_int, join
+from ._check import INT32_MAX, Checker, is_int, join
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -163,7 +163,7 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
         if not isinstance(spec, dict):
             chk.fail(path, "must be an object")
             continue
-        n = chk.integer(spec, "partitions", path, minimum=1)
+        n = chk.integer(spec, "partitions", path, minimum=1, maximum=INT32_MAX)
         racks_raw = chk.array(spec, "racks", path, required=False)
         racks = None
         if racks_raw is not None and n is not None:
@@ -205,7 +205,7 @@ def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[Member, ...]:
             seen.add(mid)
         subs = chk.string_list(m, "subscription", path)
         rack = chk.string(m, "rack", path, required=False, allow_null=True)
-        gen = chk.integer(m, "generation", path, required=False, default=-1)
+        gen = chk.integer(m, "generation", path, required=False, default=-1, maximum=INT32_MAX)
         instance_id = chk.string(m, "instance_id", path, required=False, allow_null=True)
         owned_raw = chk.obj(m, "owned", path, required=False)
         owned: dict[str, tuple[int, ...]] = {}
@@ -222,7 +222,7 @@ def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[Member, ...]:
                     bad = next(j for j, p in enumerate(parts) if not is_int(p) or p < 0)
                     chk.fail(f"{ppath}[{bad}]", "must be an integer >= 0")
                     continue
-                owned[topic] = tuple(parts)
+                owned[topic] = tuple(p for p in parts if p <= INT32_MAX)  # beyond: stale, ignored
         if mid is None or subs is None:
             continue
         members.append(Member(
@@ -237,12 +237,16 @@ def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[Member, ...]:
 
 
 def _plain_owned(owned: dict[str, Any]) -> bool:
-    """True when every value is a list of integers >= 0 (one pass in C over all of a member's claims)."""
+    """True when every value is a list of partition numbers, 0 to 2**31 - 1 (a pass in C over all claims).
+
+    Anything else takes the slow path, which names a culprit, or drops numbers beyond 2**31 - 1: no topic has
+    such a partition, so the claim is stale and, like every stale claim, ignored.
+    """
     values = owned.values()
     if set(map(type, values)) != {list}:
         return False
     flat = list(chain.from_iterable(values))
-    return not flat or (set(map(type, flat)) == {int} and min(flat) >= 0)
+    return not flat or (set(map(type, flat)) == {int} and min(flat) >= 0 and max(flat) <= INT32_MAX)
 
 
 def _parse_config(doc: Mapping[str, Any], chk: Checker) -> ConsumerConfig:
