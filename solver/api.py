@@ -22,6 +22,7 @@ not pass the validity check is never returned.
 from __future__ import annotations
 
 import time
+from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
@@ -120,15 +121,23 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
         kind=snap.kind,
         id=snap.id,
         assignor=spec.name,
-        assignment=finished.assignment,
-        revocations=finished.revocations,
+        assignment=_read_only(finished.assignment),
+        revocations=_read_only(finished.revocations),
         followup_rebalance_deadline_ms=finished.followup_rebalance_deadline_ms,
         error="NONE",
         solver=SolverInfo(method=decision.method, status=decision.status, reason=decision.reason,
                           objective=decision.objective, bound=decision.bound, wall_s=wall),
-        metrics=finished.metrics,
-        target=finished.target,
+        metrics=MappingProxyType(dict(finished.metrics)),
+        target=_read_only(finished.target),
     )
+
+
+def _read_only(mapping: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A checked answer cannot be edited afterwards: read-only views, two levels deep (member -> topic ->
+    partition tuple for consumers; process id -> frozen ``ClientAssignment`` for streams)."""
+    if mapping is None:
+        return None
+    return MappingProxyType({k: MappingProxyType(v) if isinstance(v, dict) else v for k, v in mapping.items()})
 
 
 def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:

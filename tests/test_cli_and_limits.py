@@ -171,3 +171,21 @@ def test_costs_beyond_64_bits_fall_back_and_say_why():
     assert r.solver.status == "fallback" and r.solver.reason.startswith("CostRangeError")
     with pytest.raises(stickyflow.CostRangeError):
         stickyflow.assign(doc, fallback=False)
+
+
+# --------------------------------------------------------------------------- a checked result stays checked
+
+@pytest.mark.parametrize("path", ["consumer-cooperative-conflicts.json", "streams-racks-standbys.json"])
+def test_results_are_read_only(path):
+    r = stickyflow.assign(Path(__file__).resolve().parent.parent / "examples" / path)
+    some = next(iter(r.assignment))
+    with pytest.raises(TypeError):
+        r.metrics["moves"] = 0
+    with pytest.raises(TypeError):
+        r.assignment[some] = {}
+    if r.kind == "consumer":
+        with pytest.raises(TypeError):
+            r.assignment[some]["t0"] = (0,)
+        with pytest.raises(TypeError):
+            r.revocations["x"] = {}
+    assert json.loads(json.dumps(r.to_json()))["error"] == "NONE"  # and still plain JSON out
