@@ -21,6 +21,7 @@ from .result import AssignmentResult, Decision, SolverInfo, Violation
 from .snapshot import as_snapshot, dumps_result, load_snapshot, loads_snapshot, parse_snapshot, snapshot_to_json
 from .streams import Client, ClientAssignment, StreamsConfig, StreamsSnapshot, Task, parse_streams
 from .streams_check import streams_metrics, validate_streams
+from .streams_rank import rank, should_rebalance
 from . import kip924
 
 __version__ = "0.1.0"
@@ -31,7 +32,7 @@ __all__ = [
     "ConsumerSnapshot", "ConsumerConfig", "Member", "Topic", "parse_consumer", "previous_owners",
     "validate_consumer", "consumer_metrics", "cooperative_split",
     "StreamsSnapshot", "StreamsConfig", "Task", "Client", "ClientAssignment", "parse_streams",
-    "validate_streams", "streams_metrics", "kip924",
+    "validate_streams", "streams_metrics", "rank", "should_rebalance", "kip924",
     "parse_snapshot", "loads_snapshot", "load_snapshot", "as_snapshot", "snapshot_to_json", "dumps_result",
     "register_assignor", "unregister_assignor", "available_assignors", "get_assignor",
     "StickyflowError", "InvalidSnapshotError", "Problem", "InfeasibleError", "BackendMissingError",

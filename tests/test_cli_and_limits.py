@@ -55,6 +55,33 @@ def test_custom_assignor_from_the_working_directory(workdir):
     assert doc["assignment"] == {"a": {"t": [0, 1]}, "b": {"t": [2, 3]}}  # range: the first half to a
 
 
+KIP924_MODULE = textwrap.dedent('''
+    from stickyflow.kip924 import TaskAssignment, as_assignor, identity_assignment
+
+    class KeepEverything:
+        """Written against KIP-924's API: every client keeps what it ran."""
+
+        def assign(self, application_state):
+            return TaskAssignment(identity_assignment(application_state).values())
+
+    assignor = as_assignor(KeepEverything())
+''')
+
+
+def test_kip924_assignor_module_from_the_command_line(tmp_path):
+    (tmp_path / "keep_assignor.py").write_text(KIP924_MODULE)
+    snap = {"format": "stickyflow.snapshot/1", "kind": "streams",
+            "tasks": [{"id": "0_0", "stateful": False}, {"id": "0_1", "stateful": False}],
+            "clients": [{"process_id": "a", "previous_active": ["0_0"], "previous_standby": []},
+                        {"process_id": "b", "previous_active": ["0_1"], "previous_standby": []}]}
+    (tmp_path / "snap.json").write_text(json.dumps(snap))
+    proc = run(["solve", "snap.json", "--assignor", "keep_assignor:assignor"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["error"] == "NONE" and doc["solver"]["method"] == "kip924:KeepEverything"
+    assert doc["assignment"]["a"]["active"] == ["0_0"] and doc["assignment"]["b"]["active"] == ["0_1"]
+
+
 def test_invalid_custom_answer_is_one_line_with_its_code(workdir):
     proc = run(["solve", "snap.json", "--assignor", "my_assignors:broken"], workdir)
     assert proc.returncode == 1
