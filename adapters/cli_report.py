@@ -9,6 +9,11 @@ The Pareto sweep re-solves rack-aware snapshots at each ratio
 ``traffic_cost / non_overlap_cost``: by default a seeded set of rack-aware
 consumer groups (``--pareto-count``, ``--pareto-seed``); ``--pareto-input``
 takes the batch's own input dataset or a bundled suite instead.
+
+Exit status: 0 when the report is written and at least one row of the batch
+was solved; 1 when the batch has no rows or no solved row (the report is
+still written and says so, and one line on stderr tells why); 2 for bad
+arguments or a batch that cannot be read.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import argparse
 import sys
 
 EXIT_OK = 0
+EXIT_NOTHING_SOLVED = 1
 EXIT_BAD_INPUT = 2
 
 
@@ -73,8 +79,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     cols = ["kind", "assignor", "snapshots", "errors", "moves_total", "imbalance_max", "cross_rack_total",
             "wall_s_mean", "wall_s_max"]
-    print(rep.summary[cols].to_string(index=False))
+    if len(rep.summary):
+        print(rep.summary[cols].to_string(index=False))
     for note in rep.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in rep.files.values())}", file=sys.stderr)
+    if not rep.rows:
+        print(f"stickyflow report: {args.batch}: the batch output has no rows", file=sys.stderr)
+        return EXIT_NOTHING_SOLVED
+    if not rep.solved:
+        print(f"stickyflow report: {args.batch}: no row was solved (all {rep.rows} rows are errors)", file=sys.stderr)
+        return EXIT_NOTHING_SOLVED
     return EXIT_OK

@@ -64,6 +64,10 @@ DEFAULT_RATIOS = (0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
 BATCH_COLUMNS = ("id", "kind", "assignor", "moves", "imbalance", "cross_rack", "status", "wall_s", "error")
 GREEDY = ("sticky", "range", "roundrobin")
 STATUSES = ("optimal", "feasible", "heuristic", "fallback")
+UNKNOWN = "(unknown)"  # the kind (or assignor) of an error row that has none, e.g. for input that is not JSON
+SUMMARY_COLUMNS = ("kind", "assignor", "snapshots", "solved", "errors") + STATUSES + (
+    "moves_total", "moves_mean", "imbalance_mean", "imbalance_max", "cross_rack_total", "cross_rack_mean",
+    "wall_s_mean", "wall_s_p50", "wall_s_p95", "wall_s_max")
 _SCALE = 10  # non_overlap_cost in the sweep: ratios with one decimal stay exact integers
 _SIZE_COLUMNS = {"consumer": ("partitions", "num_partitions", "n_partitions"),
                  "streams": ("tasks", "num_tasks", "n_tasks")}
@@ -109,7 +113,9 @@ def load_batch(source: Any):
     """A batch output as a pandas DataFrame: a Parquet file or dataset folder, a CSV or JSON Lines file, or a frame.
 
     Missing optional columns are added (empty); a missing required column is an
-    :class:`InvalidSnapshotError` naming it.
+    :class:`InvalidSnapshotError` naming it. A row without a ``kind`` or
+    ``assignor`` (an error row for input that is not JSON, say) gets
+    ``"(unknown)"`` there, so that it is still counted.
     """
     pd = _pandas()
     if isinstance(source, pd.DataFrame):
@@ -118,24 +124,41 @@ def load_batch(source: Any):
         path = Path(source)
         if not path.exists():
             raise InvalidSnapshotError(Problem("batch", f"{str(path)!r} does not exist"))
-        if path.is_file() and path.suffix == ".csv":
-            frame = pd.read_csv(path)
-        elif path.is_file() and path.suffix in (".jsonl", ".ndjson"):
-            frame = pd.read_json(path, lines=True)
-        else:
-            frame = pd.read_parquet(path)
+        try:
+            if path.is_file() and path.suffix == ".csv":
+                frame = pd.read_csv(path)
+            elif path.is_file() and path.suffix in (".jsonl", ".ndjson"):
+                frame = pd.read_json(path, lines=True)
+            else:
+                frame = pd.read_parquet(path)
+        except pd.errors.EmptyDataError:  # an empty CSV file: an empty batch
+            frame = pd.DataFrame()
+        except (ValueError, OSError) as exc:  # pyarrow's errors are ValueError / OSError too
+            raise InvalidSnapshotError(Problem("batch", f"{str(path)!r} cannot be read as a batch output "
+                                                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"))
     missing = [c for c in ("kind", "assignor") if c not in frame.columns]
-    if missing:
+    if missing and len(frame):
         raise InvalidSnapshotError(Problem(f"batch.{missing[0]}", "is a required column of a batch output"))
     for c in BATCH_COLUMNS:
         if c not in frame.columns:
             frame[c] = None
     for c in ("moves", "imbalance", "cross_rack", "wall_s"):
         frame[c] = pd.to_numeric(frame[c], errors="coerce")
-    frame["kind"] = frame["kind"].astype(str)
-    frame["assignor"] = frame["assignor"].astype(str)
+    for c in ("kind", "assignor"):
+        # not astype(str): on pandas 3 a string column keeps its missing values missing, and groupby drops them
+        frame[c] = pd.Series([UNKNOWN if _missing(v) else str(v) for v in frame[c].tolist()], index=frame.index,
+                             dtype=object)
     frame["size"] = _size_column(frame)
     return frame
+
+
+def _missing(v: Any) -> bool:
+    if v is None or (isinstance(v, str) and not v):
+        return True
+    try:
+        return bool(_pandas().isna(v))
+    except (TypeError, ValueError):
+        return False
 
 
 def _size_column(frame):
@@ -176,12 +199,14 @@ def summary_table(frame):
 
     Totals and means are over solved rows only (``error`` empty); ``cross_rack``
     sums are empty where no snapshot had racks. An assignor that does not serve
-    a kind at all (every row ``"unsupported"``) gets no row for it.
+    a kind at all (every row ``"unsupported"``) gets no row for it. Error rows
+    without a kind count under kind ``"(unknown)"``. An empty batch gives an
+    empty table (with the columns).
     """
     pd = _pandas()
     frame = frame if "size" in frame.columns else load_batch(frame)
     rows = []
-    for (kind, assignor), g in frame.groupby(["kind", "assignor"], sort=True):
+    for (kind, assignor), g in frame.groupby(["kind", "assignor"], sort=True, dropna=False):
         if len(g) and (g["status"].astype(str) == "unsupported").all():
             continue  # e.g. range on Streams snapshots: not a comparison, just a name the batch was given
         ok = _ok(g)
@@ -203,7 +228,7 @@ def summary_table(frame):
             "wall_s_p95": _num(wall.quantile(0.95)) if len(wall) else None, "wall_s_max": _num(wall.max()),
         })
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
 def _num(x) -> float | None:
@@ -617,12 +642,14 @@ def html_page(title: str, blocks: Sequence[tuple[str, Any]]) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Report:
-    """What :func:`write_report` wrote: name -> path, and the tables."""
+    """What :func:`write_report` wrote: name -> path, and the tables (``rows`` and ``solved``: batch rows)."""
 
     files: Mapping[str, Path]
     summary: Any
     pareto: Any = None
     notes: tuple[str, ...] = field(default=())
+    rows: int | None = None
+    solved: int | None = None
 
 
 def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "default", pareto_seed: int = 0,
@@ -649,7 +676,12 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
     files["metrics.png"] = out / "metrics.png"
     size_png = plot_time_vs_size(frame, out / "time_vs_size.png")
     files["time_vs_size.png"] = out / "time_vs_size.png"
-    if frame["size"].isna().all():
+    solved = len(_ok(frame))
+    if not len(frame):
+        notes.append("The batch output has no rows: nothing to summarize.")
+    elif not solved:
+        notes.append(f"No row of the batch output was solved: all {len(frame)} rows are errors (listed below).")
+    elif frame["size"].isna().all():
         notes.append("The batch output has no size columns (partitions, tasks): the size plot is empty.")
     errors = _pandas().DataFrame()
     bad = frame[~frame.index.isin(_ok(frame).index)]
@@ -691,7 +723,8 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
         blocks.append(("Note", note))
     files["report.html"] = out / "report.html"
     files["report.html"].write_text(html_page(title, blocks), encoding="utf-8")
-    return Report(files=files, summary=table, pareto=sweep, notes=tuple(notes))
+    return Report(files=files, summary=table, pareto=sweep, notes=tuple(notes), rows=int(len(frame)),
+                  solved=int(solved))
 
 
 def write_simulation_report(simulation: Any, out_dir: str | Path, *, title: str | None = None) -> Report:

@@ -23,16 +23,7 @@ from tests.checker import check_result  # noqa: E402
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _available(kind: str) -> list[str]:
-    out = []
-    for a in ("optimal", "sticky", "range", "roundrobin"):
-        if a in stickyflow.available_assignors(kind):
-            try:
-                stickyflow.get_assignor(a, kind).load()
-            except ImportError:
-                continue
-            out.append(a)
-    return out
+CONSUMER_ASSIGNORS = ["optimal", "sticky", "range", "roundrobin"]  # every built-in one: none may go missing
 
 
 def _batch(snapshots, assignors) -> "pd.DataFrame":
@@ -51,7 +42,7 @@ def _batch(snapshots, assignors) -> "pd.DataFrame":
 
 @pytest.fixture
 def batch(tmp_path, seed):
-    frame = _batch(report.pareto_snapshots(5, seed), _available("consumer"))
+    frame = _batch(report.pareto_snapshots(5, seed), CONSUMER_ASSIGNORS)
     path = tmp_path / "batch.parquet"
     frame.to_parquet(path)
     return path, frame
@@ -60,7 +51,7 @@ def batch(tmp_path, seed):
 def test_summary_table_adds_up(batch):
     _, frame = batch
     table = report.summary_table(frame)
-    assert set(table["assignor"]) == set(_available("consumer"))
+    assert set(table["assignor"]) == set(CONSUMER_ASSIGNORS)
     for _, row in table.iterrows():
         rows = frame[(frame["assignor"] == row["assignor"]) & frame["error"].isna()]
         assert row["solved"] == len(rows)
@@ -85,7 +76,7 @@ def test_report_renders(batch, tmp_path):
     assert {base64.b64decode(i) for i in images} == {(out / n).read_bytes() for n in
                                                      ("metrics.png", "time_vs_size.png", "pareto.png")}
     assert page.count("<table") >= 3  # summary, sweep totals, rows with errors
-    for a in _available("consumer"):
+    for a in CONSUMER_ASSIGNORS:
         assert f"<td>{a}</td>" in page
     assert "members[0].id: must be a string" in page  # the broken snapshot's row
     assert "src=\"http" not in page and "<script" not in page  # self-contained
@@ -183,7 +174,7 @@ def test_simulation_report(tmp_path):
 
     sc = preset("consumer-cooperative", seed=2)
     sc = sc.replace(rounds=6, events=[e for e in sc.events if e.round < 6])
-    sim = simulate(sc, _available("consumer")[:2])
+    sim = simulate(sc, CONSUMER_ASSIGNORS[:2])
     rep = report.write_simulation_report(sim, tmp_path)
     png = (tmp_path / "simulation.png").read_bytes()
     assert png[:8] == PNG and len(png) > 5_000
@@ -198,8 +189,6 @@ def test_simulation_report(tmp_path):
 def test_pareto_sweep_streams(tmp_path, seed):
     from stickyflow.datasets.generators import streams_snapshot
 
-    if "optimal" not in _available("streams"):
-        pytest.skip("no streams optimizer available yet")
     docs = [streams_snapshot("scale_out", tasks=12, clients=4, racks=3, seed=seed + k) for k in range(2)]
     docs += report.pareto_snapshots(2, seed)
     sweep = report.pareto_sweep(docs, ratios=(0, 100), assignors=("optimal", "sticky", "range"), time_limit=10)
@@ -214,3 +203,79 @@ def test_pareto_sweep_streams(tmp_path, seed):
         assert opt["moves"].iloc[1] >= opt["moves"].iloc[0]
     png = report.plot_pareto(sweep, tmp_path / "pareto.png")
     assert png[:8] == PNG and (tmp_path / "pareto.png").stat().st_size == len(png)
+
+
+# --------------------------------------------------------------------------- rows without a kind, nothing solved
+
+NOT_JSON = ["{broken", "", "[1, 2"]
+
+
+def test_rows_that_are_not_json_count_as_errors(tmp_path, seed):
+    """Error rows for input that is not JSON have no kind: they count (kind "(unknown)"), in every input format."""
+    from stickyflow.adapters.pandas import solve_frame
+
+    good = [json.dumps(d) for d in report.pareto_snapshots(2, seed)]
+    frame = solve_frame(pd.DataFrame({"snapshot": good + NOT_JSON[:1]}), ["optimal", "range"])
+    assert frame["kind"].isna().sum() == 2  # the premise: the batch leaves the kind of a non-JSON row empty
+    for path in (tmp_path / "b.parquet", tmp_path / "b.csv", tmp_path / "b.jsonl"):
+        if path.suffix == ".parquet":
+            frame.to_parquet(path)
+        elif path.suffix == ".csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_json(path, orient="records", lines=True)
+        table = report.summary_table(report.load_batch(path)).set_index(["kind", "assignor"])
+        assert table["snapshots"].sum() == len(frame), path.name
+        assert table["errors"].sum() == 2 and table["solved"].sum() == 4, (path.name, table)
+        for a in ("optimal", "range"):
+            assert table.loc[("consumer", a), ["snapshots", "solved", "errors"]].tolist() == [2, 2, 0]
+            assert table.loc[(report.UNKNOWN, a), ["snapshots", "solved", "errors"]].tolist() == [1, 0, 1]
+    rep = report.write_report(tmp_path / "b.parquet", tmp_path / "out", pareto_input=None)
+    assert (rep.rows, rep.solved) == (6, 4)
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "is not valid JSON" in page and f"<td>{report.UNKNOWN}</td>" in page
+
+
+@pytest.mark.parametrize("case, fmt", [(c, f) for c in ("all-broken", "empty") for f in ("parquet", "csv", "jsonl")]
+                         + [("empty-file", "csv"), ("empty-file", "jsonl")])  # an empty file is no Parquet file
+def test_nothing_solved_is_a_report_and_exit_1_not_a_traceback(tmp_path, capsys, case, fmt):
+    from stickyflow.adapters.pandas import solve_frame
+
+    path = tmp_path / f"batch.{fmt}"
+    texts = NOT_JSON if case == "all-broken" else []
+    frame = solve_frame(pd.DataFrame({"snapshot": pd.Series(texts, dtype="string")}), ["optimal", "sticky"])
+    assert len(frame) == 2 * len(texts)
+    if case == "empty-file":
+        path.write_text("")
+    elif fmt == "parquet":
+        frame.to_parquet(path)
+    elif fmt == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_json(path, orient="records", lines=True)
+    rep = report.write_report(path, tmp_path / "lib", pareto_input=None)
+    assert rep.rows == len(frame) and rep.solved == 0
+    assert len(rep.summary) == (2 if case == "all-broken" else 0)
+    assert list(rep.summary.columns) == list(report.SUMMARY_COLUMNS)
+    if case == "all-broken":
+        assert rep.summary["errors"].tolist() == [3, 3] and set(rep.summary["kind"]) == {report.UNKNOWN}
+    page = (tmp_path / "lib" / "report.html").read_text(encoding="utf-8")
+    assert ("no rows" if case != "all-broken" else "No row of the batch output was solved") in page
+    capsys.readouterr()
+    assert main(["report", str(path), "-o", str(tmp_path / "cli"), "--no-pareto"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"stickyflow report: {path}: ")
+    assert ("no rows" in last) if case != "all-broken" else ("no row was solved (all 6 rows are errors)" in last)
+    assert (tmp_path / "cli" / "report.html").stat().st_size > 0
+
+
+def test_unreadable_batch_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "batch.parquet"
+    path.write_bytes(b"not parquet at all")
+    with pytest.raises(stickyflow.InvalidSnapshotError, match="cannot be read as a batch output"):
+        report.load_batch(path)
+    assert main(["report", str(path), "-o", str(tmp_path / "out"), "--no-pareto"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot be read" in err and "Traceback" not in err
