@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make demo   set everything up (a .venv with every extra) and solve a bundled example
-#   make test   run the test suite (sets up first when needed)
+#   make test   run the test suite (sets up first when needed); --dist loadgroup keeps each
+#               xdist_group on one worker (the Spark tests: one JVM, not two)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -20,10 +21,10 @@ demo: $(STAMP)
 	$(VENV)/bin/stickyflow solve examples/consumer-kip54-join.json
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 test-all: $(STAMP)
-	$(PY) -m pytest -n 2 -q --runslow
+	$(PY) -m pytest -n 2 --dist loadgroup -q --runslow
 
 bench: $(STAMP)
 	$(VENV)/bin/stickyflow bench --quick

@@ -32,8 +32,10 @@ NUMBERS = ["status", "moves", "imbalance", "cross_rack", "error"]
 
 @pytest.fixture(scope="session")
 def spark():
+    # loopback only: the driver neither binds to nor advertises the machine's outside address
     session = spark_session("local[2]", app_name="stickyflow-tests",
-                            conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"})
+                            conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g",
+                                  "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"})
     yield session
     session.stop()
 
@@ -154,16 +156,68 @@ def test_cli_batch(spark, dataset, tmp_path, capsys):
     assert "optimel" in capsys.readouterr().err
 
 
-def test_sticky_rows_check_out(spark, dataset):
-    """Rows from the workers describe valid results: re-solve a few in process and run the checker."""
+def _withheld(snap, doc: dict) -> dict:
+    """Topic -> mask of the partitions a cooperative round leaves unassigned: revoked and given to nobody yet."""
+    import numpy as np
+
+    held: dict[str, set[int]] = {}
+    for topics in doc["assignment"].values():
+        for t, parts in topics.items():
+            held.setdefault(t, set()).update(parts)
+    masks: dict[str, np.ndarray] = {}
+    for topics in doc["revocations"].values():
+        for t, parts in topics.items():
+            for p in parts:
+                if t in snap.topics and p not in held.get(t, ()):
+                    masks.setdefault(t, np.zeros(snap.topics[t].partitions, dtype=bool))[p] = True
+    return masks
+
+
+def check_written_result(snap, doc: dict, row) -> None:
+    """``doc``, a result JSON a Spark worker wrote, is a valid answer for ``snap``, judged from the JSON alone;
+    its row's columns agree with it; and it is the checked result of the same (deterministic) solve here."""
+    from stickyflow.consumer import previous_owners
+    from stickyflow.consumer_check import inspect_consumer
+    from stickyflow.streams_check import streams_metrics, validate_streams
     from tests.checker import check_result
 
-    df = read_snapshots(spark, str(dataset["jsonl"]))
-    rows = solve_dataframe(df, ["sticky"], partitions=2, include_result=True).toPandas()
+    assert doc["format"] == "stickyflow.result/1" and doc["error"] == "NONE"
+    assert (doc["kind"], doc["id"], doc["assignor"]) == (snap.kind, snap.id, row.assignor)
+    assert (doc["solver"]["status"], doc["metrics"]["moves"]) == (row.status, row.moves)
+    if snap.kind == "consumer":
+        assert set(doc["assignment"]) == {m.id for m in snap.members}
+        violations, measured = inspect_consumer(snap, doc["assignment"], withheld=_withheld(snap, doc),
+                                                prev=previous_owners(snap))
+        assert (doc["followup_rebalance_deadline_ms"] is not None) == bool(doc["revocations"])
+        if snap.protocol != "cooperative":
+            assert not doc["revocations"]
+        measure = not doc["revocations"]  # a cooperative round's metrics are those of its target, not of the round
+    else:
+        assert set(doc["assignment"]) == {c.process_id for c in snap.clients}
+        violations = validate_streams(snap, doc["assignment"],
+                                      followup_rebalance_deadline_ms=doc["followup_rebalance_deadline_ms"])
+        measured, measure = streams_metrics(snap, doc["assignment"]), True
+    assert not violations, (snap.id, violations)
+    if measure:
+        for key in ("moves", "imbalance", "cross_rack"):
+            assert doc["metrics"][key] == measured[key], (snap.id, key, doc["metrics"][key], measured[key])
+    local = stickyflow.assign(snap, row.assignor)
+    check_result(snap, local)
+    want = local.to_json()
+    for d in (doc, want):
+        d["solver"] = {k: v for k, v in d["solver"].items() if k != "wall_s"}
+    assert doc == want, snap.id
+
+
+def test_written_results_check_out(spark, dataset, tmp_path):
+    """The result JSON that the batch wrote (not a fresh solve) is valid for its snapshot, row by row."""
+    out = tmp_path / "with-results"
+    run_batch(str(dataset["jsonl"]), str(out), ["sticky", "optimal"], spark=spark, partitions=2, include_result=True)
+    rows = pd.read_parquet(out)
     by_id = {d["id"]: d for d in dataset["docs"]}
-    for row in rows.itertuples():
-        if row.status == "invalid":
-            continue
-        snap = stickyflow.parse_snapshot(by_id[row.id])
-        check_result(snap, stickyflow.assign(snap, "sticky"))
-        assert json.loads(row.result)["metrics"]["moves"] == row.moves
+    good = rows[rows["status"] != "invalid"]
+    assert len(good) == 2 * len(by_id) and set(good["id"]) == set(by_id)
+    assert rows.loc[rows["status"] == "invalid", "result"].isna().all()
+    for row in good.itertuples():
+        assert isinstance(row.result, str) and row.result, row.id
+        check_written_result(stickyflow.parse_snapshot(by_id[row.id]), json.loads(row.result), row)
