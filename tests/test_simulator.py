@@ -1,5 +1,8 @@
 """The multi-round simulator: its convergence counts equal a hand-written re-solve loop, a lost leader changes
-nothing, readiness changes when learners move, and bad scenarios are rejected naming the field."""
+nothing, readiness changes when learners move, and bad scenarios are rejected naming the field.
+
+The hand re-solve loops cover joins, a graceful leave (state kept for the return), a crash (state lost), and
+Streams under both warm-up readinesses."""
 
 from __future__ import annotations
 
@@ -16,43 +19,12 @@ from stickyflow.datasets.simulator import Event, Scenario, load_scenario, preset
 from tests.checker import check_result
 
 
-def _serves(assignor: str, kind: str) -> bool:
-    """The assignor is registered for ``kind`` and its module imports (others are being written in parallel)."""
-    if assignor not in stickyflow.available_assignors(kind):
-        return False
-    try:
-        stickyflow.get_assignor(assignor, kind).load()
-    except ImportError:
-        return False
-    return True
+CONSUMER_ASSIGNORS = ["optimal", "sticky", "range", "roundrobin"]  # every built-in one: none may go missing
+STREAMS_ASSIGNORS = ["optimal", "sticky"]
 
 
 def _checked(snapshot, result):
     check_result(snapshot, result)
-
-
-def _consumer_assignors() -> list[str]:
-    return [a for a in ("optimal", "sticky", "range", "roundrobin") if _serves(a, "consumer")]
-
-
-def _streams_assignors(mode: str = "warmup") -> list[str]:
-    """Streams assignors whose code for ``mode`` is importable (a missing module means: not written yet)."""
-    probe = {"format": "stickyflow.snapshot/1", "kind": "streams", "config": {"rebalancing_mode": mode},
-             "tasks": [{"id": "0_0", "stateful": True, "end_offset_sum": 10**6}],
-             "clients": [{"process_id": "a", "previous_active": ["0_0"], "previous_standby": []},
-                         {"process_id": "b", "previous_active": [], "previous_standby": []}]}
-    out = []
-    for a in ("optimal", "sticky"):
-        if not _serves(a, "streams"):
-            continue
-        try:
-            stickyflow.assign(probe, a, fallback=False)
-        except stickyflow.SolverFaultError as exc:
-            if isinstance(exc.__cause__, ImportError):
-                continue
-            raise
-        out.append(a)
-    return out
 
 
 # --------------------------------------------------------------------------- consumer groups by hand
@@ -109,7 +81,7 @@ def test_consumer_convergence_equals_hand_resolve(seed, protocol):
     rounds = 11
     scenario = Scenario(snapshot=first, rounds=rounds, events=tuple(
         Event(round=r, action=a, member=m, spec=s) for r, evs in events.items() for a, m, s in evs))
-    for assignor in _consumer_assignors():
+    for assignor in CONSUMER_ASSIGNORS:
         run = simulate(scenario, [assignor], observe=_checked).runs[0]
         assignments, counts = _consumer_by_hand(first, events, rounds, assignor)
         print(assignor, protocol, run.rounds_to_converge, counts)
@@ -142,9 +114,7 @@ def test_cooperative_join_takes_two_rounds_without_double_ownership():
 def test_leader_lost_changes_nothing(seed, name):
     scenario = preset(name, seed=seed % 1000)
     kind = scenario.kind
-    assignors = _consumer_assignors() if kind == "consumer" else _streams_assignors(scenario.rebalancing_mode)
-    if not assignors:
-        pytest.skip(f"no {kind} assignor available yet")
+    assignors = CONSUMER_ASSIGNORS if kind == "consumer" else STREAMS_ASSIGNORS
     assert any(e.action == "leader_lost" for e in scenario.events)
     without = scenario.replace(events=tuple(e for e in scenario.events if e.action != "leader_lost"))
     lost_round = next(e.round for e in scenario.events if e.action == "leader_lost")
@@ -155,35 +125,51 @@ def test_leader_lost_changes_nothing(seed, name):
         strip = lambda r: {k: v for k, v in r.items() if k != "solver"}  # noqa: E731 - wall time differs
         assert [strip(r) for r in a.results] == [strip(r) for r in b.results]
         assert [s for s in a.snapshots] == [s for s in b.snapshots]
-        # the lost leader opens an episode that converges at once
+        # the lost leader opens an episode that ends where the run without it first converges from that round on:
+        # at once when that round needs no follow-up, else when the disturbance before it settles
         ep = next(e for e in a.episodes if e.start_round == lost_round)
         assert ep.cause == "leader lost"
-        assert ep.rounds_to_converge == (1 if b.rounds[lost_round].converged else ep.rounds_to_converge)
+        settled = next((r.round for r in b.rounds[lost_round:] if r.converged), None)
+        assert ep.converged_round == settled
+        assert ep.rounds_to_converge == (None if settled is None else settled - lost_round + 1)
+        if b.rounds[lost_round].converged:
+            assert ep.rounds_to_converge == 1
 
 
 # --------------------------------------------------------------------------- Streams by hand
 
-def _streams_by_hand(first: dict, joins: dict[int, list[str]], rounds: int, assignor: str, restore: int):
-    """Re-solve a Streams application by hand: clients report what they ran, standbys and warm-ups restore
-    ``restore`` offsets per round, the next round is the probing rebalance. Returns rounds to converge."""
+def _streams_by_hand(first: dict, events: dict[int, list[tuple[str, str]]], rounds: int, assignor: str,
+                     restore_per_ms: int, readiness: str):
+    """Re-solve a Streams application by hand, in time: clients report what they ran and the lags of their local
+    state; standbys and warm-ups restore ``restore_per_ms`` offsets a millisecond (nothing is written); a client
+    that leaves keeps its state for its return, one that crashes loses it. After a round that asks for a follow-up,
+    the next one comes at its deadline, or (``readiness="eager"``) as soon as a warm-up is caught up if that is
+    sooner; otherwise a probing interval later. Returns rounds to converge per disturbance."""
     doc = copy.deepcopy(first)
     clients = {c["process_id"]: c for c in doc.pop("clients")}
     eos = {t["id"]: t.get("end_offset_sum", 0) for t in doc["tasks"] if t["stateful"]}
-    state = {pid: {} for pid in clients}  # process id -> task -> lag
-    interval = doc.get("config", {}).get("probing_rebalance_interval_ms", 600_000)
+    state = {pid: {t: 0 for t in c["previous_active"] if t in eos} for pid, c in clients.items()}  # task -> lag
+    away: dict[str, dict[str, int]] = {}  # the state of clients that left gracefully
+    config = stickyflow.parse_snapshot(first).config
+    interval, arl = config.probing_rebalance_interval_ms, config.acceptable_recovery_lag
     now = doc.get("now_ms", 0)
     counts, pending = [], None
     for rnd in range(rounds):
-        for pid in joins.get(rnd, []):
-            clients[pid] = {"process_id": pid, "threads": 1, "previous_active": [], "previous_standby": []}
-            state[pid] = {}
-        if rnd == 0 or rnd in joins:
+        for action, pid in events.get(rnd, []):
+            if action == "join":
+                clients[pid] = {"process_id": pid, "threads": 1, "previous_active": [], "previous_standby": []}
+                state[pid] = away.pop(pid, {})
+            else:
+                del clients[pid]
+                kept = state.pop(pid)
+                if action == "leave":
+                    away[pid] = kept
+        if rnd == 0 or rnd in events:
             if pending is not None:
                 counts.append(None)
             pending = 0
         for pid, c in clients.items():
-            lags = {t: lag for t, lag in state[pid].items() if t not in c["previous_active"]}
-            c["lags"] = lags
+            c["lags"] = {t: lag for t, lag in state[pid].items() if t not in c["previous_active"]}
         snap = stickyflow.parse_snapshot({**doc, "now_ms": now, "clients": list(clients.values())})
         result = stickyflow.assign(snap, assignor)
         check_result(snap, result)
@@ -195,47 +181,59 @@ def _streams_by_hand(first: dict, joins: dict[int, list[str]], rounds: int, assi
                 if t in eos:
                     state[pid][t] = 0
             for t in a["standby"] + a["warmup"]:
-                state[pid][t] = max(0, state[pid].get(t, eos[t]) - restore)
-        converged = out["followup_rebalance_deadline_ms"] is None
+                state[pid].setdefault(t, eos[t])
+        deadline = out["followup_rebalance_deadline_ms"]
         if pending is not None:
             pending += 1
-            if converged:
+            if deadline is None:
                 counts.append(pending)
                 pending = None
-        now = now + interval if converged else out["followup_rebalance_deadline_ms"]
+        delay = interval if deadline is None else deadline - now
+        if deadline is not None and readiness == "eager":
+            ready = [max(0, -(-(state[pid][t] - arl) // restore_per_ms))  # ms until the lag is acceptable
+                     for pid, a in out["assignment"].items() for t in a["warmup"]]
+            delay = min([delay] + ready)
+        for pid, a in out["assignment"].items():
+            for t in a["standby"] + a["warmup"]:
+                state[pid][t] = max(0, state[pid][t] - restore_per_ms * delay)
+        now += delay
     if pending is not None:
         counts.append(None)
     return tuple(counts)
 
 
+@pytest.mark.parametrize("readiness", ["conservative", "eager"])
 @pytest.mark.parametrize("mode", ["warmup", "learner"])
-def test_streams_convergence_equals_hand_resolve(seed, mode):
-    assignors = _streams_assignors(mode)
-    if not assignors:
-        pytest.skip("no streams assignor available yet")
+def test_streams_convergence_equals_hand_resolve(seed, mode, readiness):
     from stickyflow.datasets.generators import streams_snapshot
 
+    interval = 60_000
     first = streams_snapshot("steady", tasks=12, clients=3, subtopologies=2, seed=seed, id="hand",
-                             config={"rebalancing_mode": mode, "max_warmup_replicas": 2})
+                             config={"rebalancing_mode": mode, "max_warmup_replicas": 2,
+                                     "probing_rebalance_interval_ms": interval})
     biggest = max(t.get("end_offset_sum", 0) for t in first["tasks"])
-    restore = max(1, biggest // 3)
-    joins = {4: ["s-new-1", "s-new-2"], 14: ["s-new-3"]}
-    scenario = Scenario(snapshot=first, rounds=24, restore_per_round=restore, readiness="conservative",
-                        events=tuple(Event(round=r, action="join", member=p, spec={"threads": 1})
-                                     for r, ps in joins.items() for p in ps))
-    for assignor in assignors:
+    restore = max(1, biggest // (3 * interval))  # the biggest state takes about three probing intervals
+    leaving, crashing = first["clients"][0]["process_id"], first["clients"][1]["process_id"]
+    events = {4: [("join", "s-new-1"), ("join", "s-new-2")], 10: [("leave", leaving)],
+              14: [("crash", crashing), ("join", "s-new-3")], 18: [("join", leaving)], 22: [("join", crashing)]}
+    rounds = 36  # room after the last event: the greedy needs up to about ten rounds to settle
+    scenario = Scenario(snapshot=first, rounds=rounds, restore_per_ms=restore, readiness=readiness,
+                        events=tuple(Event(round=r, action=a, member=p, spec={"threads": 1} if a == "join" else {})
+                                     for r, evs in events.items() for a, p in evs))
+    for assignor in STREAMS_ASSIGNORS:
         run = simulate(scenario, [assignor], observe=_checked).runs[0]
-        counts = _streams_by_hand(first, joins, 24, assignor, restore)
-        print(assignor, mode, run.rounds_to_converge, counts)
+        counts = _streams_by_hand(first, events, rounds, assignor, restore, readiness)
+        print(assignor, mode, readiness, run.rounds_to_converge, counts)
         assert run.rounds_to_converge == counts
+        assert len(counts) == 1 + len(events)
         # whatever the assignor, warm-ups that restore end in convergence
         assert counts[-1] is not None
+        if readiness == "eager":  # a caught-up warm-up cut some wait short, or there was none to wait for
+            assert "ready" in [r.trigger for r in run.rounds] or not any(r.warmups for r in run.rounds)
 
 
 def test_learner_readiness_eager_moves_before_the_probing_deadline():
-    assignors = _streams_assignors("learner")
-    if not assignors:
-        pytest.skip("no streams assignor available yet")
+    assignors = STREAMS_ASSIGNORS
     snap = {"format": "stickyflow.snapshot/1", "kind": "streams", "now_ms": 0,
             "tasks": [{"id": f"0_{i}", "stateful": True, "end_offset_sum": 1_000_000} for i in range(4)],
             "clients": [{"process_id": "a", "previous_active": ["0_0", "0_1"], "previous_standby": []},
@@ -247,8 +245,7 @@ def test_learner_readiness_eager_moves_before_the_probing_deadline():
     for assignor in assignors:
         sim = simulate(scenario, [assignor], readiness=["eager", "conservative"], observe=_checked)
         eager, conservative = sim.run(f"{assignor} (eager)"), sim.run(f"{assignor} (conservative)")
-        if not any(r.warmups for r in eager.rounds):
-            continue  # this assignor moved the task without a learner: nothing to be ready for
+        assert any(r.warmups for r in eager.rounds)  # the join moves a task through a learner: something to wait for
         assert "ready" in [r.trigger for r in eager.rounds]
         assert "ready" not in [r.trigger for r in conservative.rounds]
         e, c = eager.summary()[1], conservative.summary()[1]
@@ -305,8 +302,6 @@ def test_scenario_json_round_trip(tmp_path, seed):
 
 
 def test_streams_state_survives_a_leave_but_not_a_crash():
-    if not _streams_assignors():
-        pytest.skip("no streams assignor available yet")
     snap = {"format": "stickyflow.snapshot/1", "kind": "streams",
             "tasks": [{"id": "0_0", "stateful": True, "end_offset_sum": 50_000}],
             "clients": [{"process_id": "a", "previous_active": ["0_0"], "previous_standby": []},
@@ -315,7 +310,7 @@ def test_streams_state_survives_a_leave_but_not_a_crash():
               Event(round=3, action="crash", member="a"), Event(round=4, action="join", member="a"))
     # 1,000 offsets written per idle period
     scenario = Scenario(snapshot=snap, rounds=5, events=events, write_per_ms=0.001, idle_ms=1_000_000)
-    run = simulate(scenario, _streams_assignors()[:1], observe=_checked).runs[0]
+    run = simulate(scenario, STREAMS_ASSIGNORS[:1], observe=_checked).runs[0]
     assert run.results[0]["assignment"]["a"]["active"] == ["0_0"]  # it was caught up (running it)
     lags = [next((c.get("lags", {}) for c in s["clients"] if c["process_id"] == "a"), None) for s in run.snapshots]
     assert lags[1] is None  # away
@@ -328,7 +323,7 @@ def test_cli_simulate(tmp_path, capsys):
     from stickyflow.adapters.cli import main
 
     out = tmp_path / "sim"
-    assignors = ",".join(_consumer_assignors()[:2])
+    assignors = ",".join(CONSUMER_ASSIGNORS[:2])
     assert main(["simulate", "preset:consumer-cooperative:5", "--assignors", assignors, "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "rounds to converge" in text and "leader lost" in text

@@ -1,12 +1,15 @@
 """Solver faults: whatever happens to the optimizer, the caller gets a valid result that says what happened.
 
 For both kinds of snapshot: OR-Tools missing (a fresh interpreter in which
-``import ortools`` fails), a time limit of 1 ms, a model that is proven
-infeasible, an exception inside the solver. Each gives a valid result from the
-greedy fallback, ``solver.status == "fallback"`` and a ``reason`` naming the
-cause (or, where the optimizer still has a valid answer in time, that answer
-with its honest status). When the fallback fails as well, the one typed error
-is :class:`stickyflow.SolverFaultError`, and the CLI exits 1 with one line.
+``import ortools`` fails), a time limit that runs out, an exception inside the
+solver; for Streams only, a model that is proven infeasible (a consumer group
+has no side constraint that can be infeasible; a Streams ``max_moves`` can be)
+and CP-SAT finding no solution in time where the flow's plan breaks a rule
+CP-SAT enforces. Each gives a valid result from the greedy fallback,
+``solver.status == "fallback"`` and a ``reason`` naming the cause (or, where
+the optimizer still has a valid answer in time, that answer with its honest
+status). When the fallback fails as well, the one typed error is
+:class:`stickyflow.SolverFaultError`, and the CLI exits 1 with one line.
 """
 
 from __future__ import annotations
@@ -145,6 +148,57 @@ def test_streams_one_millisecond_limit():
     assert r.solver.status in ("feasible", "optimal", "fallback"), r.solver
     if r.solver.status == "fallback":
         assert "time limit" in r.solver.reason
+
+
+def _cpsat_finds_nothing(monkeypatch) -> None:
+    """CP-SAT, as :mod:`stickyflow.formulations.streams_cpsat` reaches it (``_cp()``), returns UNKNOWN at once:
+    what a time limit that runs out before the first solution looks like, on any machine."""
+    import types
+
+    from ortools.sat.python import cp_model
+
+    import stickyflow.formulations.streams_cpsat as sc
+
+    class NoSolutionInTime(cp_model.CpSolver):
+        def solve(self, model, *args, **kwargs):
+            return cp_model.UNKNOWN
+
+    fake = types.SimpleNamespace(**{k: getattr(cp_model, k) for k in dir(cp_model) if not k.startswith("__")})
+    fake.CpSolver = NoSolutionInTime
+    monkeypatch.setattr(sc, "_cp", lambda: fake)
+
+
+def _flow_plan_kept(snap) -> bool:
+    """Whether CP-SAT, finding nothing, would keep the flow's plan (tags and the move cap relaxed)."""
+    import stickyflow.formulations.streams_cpsat as sc
+    from stickyflow.formulations.streams_flow import solve_flow
+    from stickyflow.formulations.streams_opt import build_model
+
+    model = build_model(snap)
+    return sc._valid_hint(model, solve_flow(sc._relaxed(model))) is not None
+
+
+def test_streams_cpsat_without_a_solution_falls_back(monkeypatch):
+    # two standbys and a zone tag: the flow places standbys without the tags, so its plan cannot stand in
+    snap = stickyflow.parse_snapshot(streams_doc(tasks=20, clients=5, racks=3, num_standby_replicas=2,
+                                                 config={"rack_aware_assignment_tags": ["zone"]}))
+    assert not _flow_plan_kept(snap)
+    _cpsat_finds_nothing(monkeypatch)
+    r = stickyflow.assign(snap, method="cpsat", time_limit=5)
+    assert_fallback(snap, r, "TimeLimitError", "CP-SAT found no solution within the time limit")
+    assert r.solver.method == "high_availability"
+    with pytest.raises(stickyflow.TimeLimitError, match="no solution within the time limit"):
+        stickyflow.assign(snap, method="cpsat", time_limit=5, fallback=False)
+
+
+def test_streams_cpsat_without_a_solution_keeps_a_valid_flow_plan(monkeypatch):
+    # the contrast: one standby and no tags, so the flow's plan keeps every rule and is returned, not the greedy
+    snap = stickyflow.parse_snapshot(streams_doc(tasks=20, clients=5, racks=3, num_standby_replicas=1))
+    assert _flow_plan_kept(snap)
+    _cpsat_finds_nothing(monkeypatch)
+    r = stickyflow.assign(snap, method="cpsat", time_limit=5, fallback=False)
+    check_result(snap, r)
+    assert r.solver.method == "flow" and r.solver.status in ("optimal", "feasible"), r.solver
 
 
 def test_cli_time_limit(tmp_path):

@@ -15,12 +15,18 @@ members). For every example and assignor:
 Across processes, a sample of the same snapshots is solved under three
 ``PYTHONHASHSEED`` values and must give byte-identical results.
 
-Volume: about 10,000 hypothesis examples in the default run, spread over one
-test per assignor so that ``pytest -n 2`` runs them in parallel; each test
-records its count as the ``hypothesis_examples`` user property, and the
-module prints its total. ``STICKYFLOW_VOLUME=0.1`` scales every count (10 for a
-soak); ``STICKYFLOW_VOLUME_RANDOM=1`` explores new examples instead of the
-derandomized (reproducible, stable-time) default.
+Volume: at least 10,000 hypothesis examples in the default run, spread over one
+test per assignor so that ``pytest -n 2`` runs them in parallel. Each test asks
+hypothesis for 5% more than its share (``HEADROOM``) and asserts that at least
+its share ran; it records its count as the ``hypothesis_examples`` user
+property, and the module prints its total. ``STICKYFLOW_VOLUME=0.1`` scales
+every count (10 for a soak); ``STICKYFLOW_VOLUME_RANDOM=1`` explores new
+examples instead of the derandomized (reproducible, stable-time) default.
+
+Coverage: each test counts, inside its hypothesis run, the messy features of
+the examples that actually ran (also reported as hypothesis events, see
+``--hypothesis-show-statistics``), and asserts afterwards that every feature of
+its kind turned up.
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ import json
 import os
 import subprocess
 import sys
+import math
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 
 import stickyflow
 from stickyflow.snapshot import dumps_result
@@ -47,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCALE = float(os.environ.get("STICKYFLOW_VOLUME", "1"))
 RANDOM = os.environ.get("STICKYFLOW_VOLUME_RANDOM", "") not in ("", "0")
 
-# examples per test: (kind, assignor, options) -> count; the sum is the volume of a default run
+# examples per test: (kind, assignor, options) -> the least that must run; the sum is the volume of a default run
 CASES = {
     ("consumer", "optimal", ()): 1400,
     ("consumer", "sticky", ()): 1400,
@@ -59,8 +66,11 @@ CASES = {
     ("streams", "optimal", (("method", "cpsat"), ("deterministic", True))): 300,
 }
 TOTAL_PLANNED = sum(CASES.values())
+assert TOTAL_PLANNED >= 10_000
+HEADROOM = 1.05  # hypothesis is asked for 5% more, so that the least above still runs if it stops a little short
 
 COUNTS: Counter = Counter()
+FEATURES: dict[tuple, Counter] = {key: Counter() for key in CASES}  # features of the examples that ran, per test
 _LOCK = threading.Lock()
 
 
@@ -94,27 +104,127 @@ def solve_and_check(doc: dict, assignor: str, options: dict) -> stickyflow.Assig
     return result
 
 
+# --------------------------------------------------------------------------- what the examples cover
+
+def streams_features(d: dict[str, Any]) -> list[str]:
+    """The messy features of a Streams snapshot (names in ``FEATURE_NAMES["streams"]``)."""
+    tasks, clients, cfg = d["tasks"], d["clients"], d.get("config", {})
+    ids = {t["id"] for t in tasks}
+    claimed = [x for c in clients for x in set(c.get("previous_active", []))]
+    checks = {
+        "no tasks": not tasks,
+        "no clients": not clients,
+        "one client": len(clients) == 1,
+        "more standbys than clients": cfg.get("num_standby_replicas", 0) >= len(clients) > 0,
+        "racks on some clients only": 0 < sum("rack" in c for c in clients) < len(clients),
+        "stale previous task": any(x not in ids for c in clients
+                                   for x in c.get("previous_active", []) + c.get("previous_standby", [])),
+        "task active on two clients": len(claimed) != len(set(claimed)),
+        "huge lag": any(v >= 2**62 for c in clients for v in c.get("lags", {}).values()),
+        "odd process id": any(not c["process_id"].startswith("client-") for c in clients),
+        "odd topic": any(not p["topic"].startswith(("input-", "app-"))
+                         for t in tasks for p in t.get("input_partitions", [])),
+        "learner": cfg.get("rebalancing_mode") == "learner",
+        "balance_subtopology": cfg.get("rack_aware_assignment_strategy") == "balance_subtopology",
+        "tags": bool(cfg.get("rack_aware_assignment_tags")),
+    }
+    return [name for name, hit in checks.items() if hit]
+
+
+def consumer_features(d: dict[str, Any]) -> list[str]:
+    """The messy features of a consumer-group snapshot (names in ``FEATURE_NAMES["consumer"]``)."""
+    members, topics = d["members"], d["topics"]
+    subscribed = {t for m in members for t in m.get("subscription", [])}
+    checks = {
+        "empty group": not members,
+        "one member": len(members) == 1,
+        "member without subscription": any(not m.get("subscription") for m in members),
+        "topic nobody reads": any(t not in subscribed for t in topics),
+        "odd topic name": any(not t.isascii() or not t.replace("-", "").isalnum() for t in topics),
+        "racks on some members only": 0 < sum("rack" in m for m in members) < len(members),
+        "stale claim": any(t not in topics or max(p, default=-1) >= topics[t]["partitions"]
+                           for m in members for t, p in m.get("owned", {}).items()),
+        "cooperative": d.get("protocol") == "cooperative",
+    }
+    return [name for name, hit in checks.items() if hit]
+
+
+FEATURE_NAMES = {
+    "streams": ("no tasks", "no clients", "one client", "more standbys than clients", "racks on some clients only",
+                "stale previous task", "task active on two clients", "huge lag", "odd process id", "odd topic",
+                "learner", "balance_subtopology", "tags"),
+    "consumer": ("empty group", "one member", "member without subscription", "topic nobody reads", "odd topic name",
+                 "racks on some members only", "stale claim", "cooperative"),
+}
+MIN_SHARE = 0.01  # every feature in at least 1% of a test's examples (the rarest is about 4% in a default run)
+MIN_COVERAGE_EXAMPLES = 300  # below this (STICKYFLOW_VOLUME < 1) a rare feature may be missing by chance: not asserted
+
+
+def assert_covered(kind: str, seen: Counter, ran: int) -> None:
+    """Every messy feature of ``kind`` turned up in the examples that ran (so the volume test did exercise it)."""
+    assert set(seen) <= set(FEATURE_NAMES[kind]), set(seen) - set(FEATURE_NAMES[kind])
+    if ran < MIN_COVERAGE_EXAMPLES:
+        print(f"[volume] {ran} examples: too few to assert feature coverage")
+        return
+    need = max(1, math.floor(MIN_SHARE * ran))
+    rare = {name: seen[name] for name in FEATURE_NAMES[kind] if seen[name] < need}
+    assert not rare, f"features seen fewer than {need} times in {ran} examples: {rare} (all: {dict(seen)})"
+
+
+def test_feature_checks_see_each_feature():
+    """The feature checks themselves: a plain snapshot has none of them, a messy one the ones put in."""
+    plain_streams = {"tasks": [{"id": "0_0", "input_partitions": [{"topic": "input-0", "partition": 0}]}],
+                     "clients": [{"process_id": "client-0", "previous_active": ["0_0"]},
+                                 {"process_id": "client-1", "previous_active": []}], "config": {}}
+    assert streams_features(plain_streams) == []
+    messy = {"tasks": [], "clients": [{"process_id": "é", "rack": "r", "previous_active": ["9_9"],
+                                       "lags": {"9_9": 2**63 - 1}}],
+             "config": {"num_standby_replicas": 2, "rebalancing_mode": "learner", "rack_aware_assignment_tags": ["z"],
+                        "rack_aware_assignment_strategy": "balance_subtopology"}}
+    assert set(streams_features(messy)) == set(FEATURE_NAMES["streams"]) - {
+        "no clients", "racks on some clients only", "task active on two clients", "odd topic"}
+    plain_consumer = {"topics": {"t": {"partitions": 2}}, "members": [{"id": "a", "subscription": ["t"]},
+                                                                       {"id": "b", "subscription": ["t"]}]}
+    assert consumer_features(plain_consumer) == []
+    messy = {"protocol": "cooperative", "topics": {"t.é": {"partitions": 1}, "u": {"partitions": 1}},
+             "members": [{"id": "a", "subscription": [], "rack": "r", "owned": {"gone": [0]}},
+                         {"id": "b", "subscription": ["u"]}]}
+    assert set(consumer_features(messy)) == set(FEATURE_NAMES["consumer"]) - {"empty group", "one member"}
+    assert consumer_features({"topics": {}, "members": []}) == ["empty group"]
+
+
+# --------------------------------------------------------------------------- the volume tests
+
 def _volume_test(kind: str, assignor: str, options: tuple) -> Callable[..., None]:
     strategy = messy_consumer_docs() if kind == "consumer" else streams_docs()
     opts = dict(options)
     key = (kind, assignor, options)
 
-    planned = max(1, int(CASES[key] * SCALE))
+    least = max(1, int(CASES[key] * SCALE))
+    asked = math.ceil(least * HEADROOM)
+    features_of = streams_features if kind == "streams" else consumer_features
 
-    @_settings(planned)
+    @_settings(asked)
     @given(strategy)
     def run(doc):
+        found = features_of(doc)
         with _LOCK:
             COUNTS[key] += 1
+            FEATURES[key].update(found)
+        for name in found:
+            event(name)
         solve_and_check(doc, assignor, opts)
 
     def test(record_property):
-        before = COUNTS[key]
+        before, seen_before = COUNTS[key], Counter(FEATURES[key])
         run()
         ran = COUNTS[key] - before
+        seen = FEATURES[key] - seen_before
         record_property("hypothesis_examples", ran)
-        print(f"\n[volume] {kind} {assignor} {opts or ''}: {ran} examples")
-        assert ran >= planned, f"hypothesis ran {ran} of {planned} examples"
+        print(f"\n[volume] {kind} {assignor} {opts or ''}: {ran} examples (asked for {asked}); features: "
+              + ", ".join(f"{name}={seen[name]}" for name in FEATURE_NAMES[kind]))
+        assert ran >= least, f"hypothesis ran {ran} of the {least} examples this test must run"
+        assert_covered(kind, seen, ran)
 
     suffix = "_".join(str(v) for _, v in options if not isinstance(v, bool))
     test.__name__ = f"test_{kind}_{assignor}" + (f"_{suffix}" if suffix else "")
@@ -133,51 +243,9 @@ def _print_total():
     yield
     total = sum(COUNTS.values())
     if total:
-        print(f"\n[volume] {total} hypothesis examples in this process (planned {int(TOTAL_PLANNED * SCALE)} "
+        print(f"\n[volume] {total} hypothesis examples in this process (at least {int(TOTAL_PLANNED * SCALE)} "
               f"across all workers): " + ", ".join(f"{k[0]}/{k[1]}{'/cpsat' if k[2] else ''}={v}"
                                                    for k, v in sorted(COUNTS.items())))
-
-
-# --------------------------------------------------------------------------- what the generators cover
-
-def test_generators_cover_the_messy_cases():
-    """Each messy feature of the issue turns up in a seeded sample (so the volume tests do exercise it)."""
-    features: Counter = Counter()
-    for i in range(400):
-        d = random_streams_doc(i)
-        tasks, clients, cfg = d["tasks"], d["clients"], d["config"]
-        ids = {t["id"] for t in tasks}
-        claimed = [x for c in clients for x in set(c["previous_active"])]
-        features["no tasks"] += not tasks
-        features["no clients"] += not clients
-        features["one client"] += len(clients) == 1
-        features["more standbys than clients"] += cfg.get("num_standby_replicas", 0) >= len(clients) > 0
-        features["racks on some clients only"] += 0 < sum("rack" in c for c in clients) < len(clients)
-        features["stale previous task"] += any(x not in ids for c in clients
-                                               for x in c["previous_active"] + c["previous_standby"])
-        features["task active on two clients"] += len(claimed) != len(set(claimed))
-        features["huge lag"] += any(v >= 2**62 for c in clients for v in c.get("lags", {}).values())
-        features["odd process id"] += any(not c["process_id"].startswith("client-") for c in clients)
-        features["odd topic"] += any(not p["topic"].startswith(("input-", "app-"))
-                                     for t in tasks for p in t.get("input_partitions", []))
-        features["learner"] += cfg.get("rebalancing_mode") == "learner"
-        features["balance_subtopology"] += cfg.get("rack_aware_assignment_strategy") == "balance_subtopology"
-        features["tags"] += bool(cfg.get("rack_aware_assignment_tags"))
-    for i in range(400):
-        d = random_messy_consumer_doc(i)
-        members, topics = d["members"], d["topics"]
-        subscribed = {t for m in members for t in m["subscription"]}
-        features["empty group"] += not members
-        features["one member"] += len(members) == 1
-        features["member without subscription"] += any(not m["subscription"] for m in members)
-        features["topic nobody reads"] += any(t not in subscribed for t in topics)
-        features["odd topic name"] += any(not t.isascii() or not t.replace("-", "").isalnum() for t in topics)
-        features["racks on some members only"] += 0 < sum("rack" in m for m in members) < len(members)
-        features["stale claim"] += any(t not in topics or max(p, default=-1) >= topics[t]["partitions"]
-                                       for m in members for t, p in m.get("owned", {}).items())
-        features["cooperative"] += d.get("protocol") == "cooperative"
-    rare = {name: n for name, n in features.items() if n < 8}
-    assert len(features) == 21 and not rare, (rare, features)
 
 
 # --------------------------------------------------------------------------- across processes
