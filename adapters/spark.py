@@ -106,7 +106,7 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
     """A SparkSession for batches: ``local[*]`` unless ``master`` says otherwise, set up to start fast.
 
     The web UI is off, shuffles use few partitions, Arrow is on, Python
-    workers are reused. On a local master the workers run this interpreter
+    workers are reused; a local master binds to loopback only. On a local master the workers run this interpreter
     (``PYSPARK_PYTHON`` defaults to ``sys.executable``), so they see the same
     stickyflow. An existing active session is returned as it is, unless
     ``master`` asks for a different one.
@@ -134,6 +134,9 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
         "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:TieredStopAtLevel=1",
         "spark.sql.parquet.compression.codec": "zstd",
     }
+    if master.startswith("local"):
+        # a local session talks only to itself: bind and advertise loopback, not the machine's outside address
+        settings.update({"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"})
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in settings.items():
