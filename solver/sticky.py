@@ -26,8 +26,12 @@ algorithm with two builders, and so does :func:`assign_sticky`:
   than it started, the pre-loop assignment is kept.
 
 Claims are resolved once, as KIP-341 says (:func:`stickyflow.consumer.previous_owners`:
-the higher generation wins, equal generations: nobody's claim does); Kafka's
-own bookkeeping of ties depends on the order of a hash map.
+the higher generation wins, equal generations: nobody's claim does), for both
+builders, as Kafka 3.5+ does in ``allSubscriptionsEqual``: a member of an older
+generation keeps the claims nobody newer contests. (Kafka 2.8 to 3.4 dropped
+every claim of such a member in the constrained builder; stickyflow follows
+the rack-aware releases it models.) Kafka's own bookkeeping of ties depends on
+the order of a hash map.
 
 Rack awareness (KIP-881, Kafka 3.5+) is on when the snapshot is rack-aware
 (``snapshot.rack_aware``; with ``config.rack_aware`` unset Kafka's own test also
