@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-all setup bench clean
+.PHONY: demo test test-quick setup bench clean
 
 setup: $(STAMP)
 
@@ -20,11 +20,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/stickyflow solve examples/consumer-kip54-join.json
 
+# the slow tests (1,000,000 x 2,000 and 10,000 x 1,000 runs, about 20 s) fit CI's budget: they run here too
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup -q
-
-test-all: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup -q --runslow
+
+# for quick local iterations: everything but the tests marked slow
+test-quick: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)
 	$(VENV)/bin/stickyflow bench --quick
