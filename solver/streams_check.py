@@ -267,6 +267,15 @@ def validate_streams(snapshot: StreamsSnapshot, assignment: Mapping[str, Any], *
     mapping). The follow-up rules are checked when
     ``followup_rebalance_deadline_ms`` is given (None included: "no follow-up").
 
+    Every broken rule is reported, each once: a rule broken by many tasks is one
+    :class:`Violation` whose message names the first and counts the rest (a
+    100,000-task assignment with one systematic bug gives one line, not 100,000).
+    The tag-spread rule (KIP-708) is checked locally: a violation is a standby
+    that could move to another client, keeping every other rule, and add a tag
+    value the task's replicas lack. That is exact for one standby per task; with
+    more, an assignment that no single move improves passes, as Kafka's own
+    tag-aware standby assignor would produce.
+
     >>> from stickyflow.streams import parse_streams
     >>> s = parse_streams({"format": "stickyflow.snapshot/1", "kind": "streams",
     ...     "tasks": [{"id": "0_0", "stateful": False}, {"id": "0_1", "stateful": False}],
