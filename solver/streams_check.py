@@ -270,11 +270,11 @@ def validate_streams(snapshot: StreamsSnapshot, assignment: Mapping[str, Any], *
     Every broken rule is reported, each once: a rule broken by many tasks is one
     :class:`Violation` whose message names the first and counts the rest (a
     100,000-task assignment with one systematic bug gives one line, not 100,000).
-    The tag-spread rule (KIP-708) is checked locally: a violation is a standby
-    that could move to another client, keeping every other rule, and add a tag
-    value the task's replicas lack. That is exact for one standby per task; with
-    more, an assignment that no single move improves passes, as Kafka's own
-    tag-aware standby assignor would produce.
+    The tag-spread rule (KIP-708) is checked by single moves: a violation is a
+    standby that could move to a client holding no replica of the task and so
+    gain a tag value on some key without losing one on any. With one standby per
+    task (the active stays put) that is the whole rule; with more, an assignment
+    that no single move improves passes.
 
     >>> from stickyflow.streams import parse_streams
     >>> s = parse_streams({"format": "stickyflow.snapshot/1", "kind": "streams",
