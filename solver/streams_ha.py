@@ -113,17 +113,15 @@ class HAState:
         return self.reported.get(t, {}).get(c, self.end_offset[t])
 
     def most_caught_up_lag(self, t: int) -> int:
-        rep = self.reported.get(t, {})
-        best = min(rep.values()) if rep else self.end_offset[t]
-        if len(rep) < self.C:
-            best = min(best, self.end_offset[t])
-        return best
+        # every lag is at most end_offset_sum (the index applies Client.lag), which is also everyone else's lag
+        return min(self.reported.get(t, {}).values(), default=self.end_offset[t])
 
     def clients_by_lag(self, t: int):
         """Every client, most caught up first (ties by process id), lazily.
 
         Only reporting clients need sorting: all the others share the lag
-        ``end_offset_sum`` and come in process-id order among the clients at that lag.
+        ``end_offset_sum``, the largest there is (the index clamps every report
+        to it), and come last, in process-id order with the reports at that lag.
         """
         rep = self.reported.get(t, {})
         eo = self.end_offset[t] if self.stateful[t] else 0
@@ -134,8 +132,6 @@ class HAState:
             lag = rep.get(c)
             if lag is None or lag == eo:
                 yield c
-        for _, _, c in sorted((lag, rank[c], c) for c, lag in rep.items() if lag > eo):
-            yield c
 
     # ---- loads and roles
     def load(self, c: int) -> float:
