@@ -20,6 +20,7 @@ from stickyflow.registry import SolveOptions
 from stickyflow.streams_check import streams_metrics
 
 from checker import check_result
+from test_streams_support import round_bound
 from conftest import example_paths
 
 SCENARIOS = ("fresh", "steady", "scale_out", "scale_in", "rolling_restart", "rack_outage", "lag_skew", "mixed",
@@ -290,10 +291,7 @@ def test_converges_in_no_more_rounds_than_greedy(seed):
                                config={"rebalancing_mode": rng.choice(["warmup", "learner"])})
         # the horizon is the convergence bound of the high-availability rules (issue 3): one learner a round in
         # learner mode, so a fixed 10 rounds is too short for 20-odd tasks on 3 clients of 1 to 8 threads
-        stateful = sum(1 for t in doc["tasks"] if t.get("stateful"))
-        cfg = doc["config"]
-        budget = 1 if cfg.get("rebalancing_mode") == "learner" else cfg.get("max_warmup_replicas", 2)
-        horizon = -(-stateful * (1 + cfg.get("num_standby_replicas", 0)) // budget) + 1
+        horizon = round_bound(doc)
         sim = simulate(Scenario(snapshot=doc, rounds=horizon), ["optimal", "sticky"], observe=check_result,
                        keep=False)
         ro = sim.run("optimal").rounds_to_converge[0]

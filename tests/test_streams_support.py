@@ -147,10 +147,12 @@ def next_round(doc: dict, result, *, keep_state: bool = True, now_step: int | No
 
 
 def round_bound(doc: dict) -> int:
-    """ceil(stateful tasks x (1 + standbys per task) / max_warmup_replicas) + 1."""
+    """ceil(stateful tasks x (1 + standbys per task) / budget) + 1, the budget being max_warmup_replicas
+    (one learner a round in learner mode)."""
     snap = parse_streams(doc)
     n = sum(t.stateful for t in snap.tasks)
-    return math.ceil(n * (1 + snap.standbys_per_task()) / snap.config.max_warmup_replicas) + 1
+    budget = 1 if snap.config.rebalancing_mode == "learner" else snap.config.max_warmup_replicas
+    return math.ceil(n * (1 + snap.standbys_per_task()) / budget) + 1
 
 
 def resolve_until_stable(doc: dict, assignor: str = "sticky", *, keep_state: bool = True, limit: int = 200,
