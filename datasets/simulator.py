@@ -691,9 +691,10 @@ class _StreamsApp(_Group):
         self.idle_ms = sc.effective_idle_ms()
         self.clients: dict[str, dict[str, Any]] = {}
         self.departed: dict[str, dict[str, Any]] = {}
+        task_of = {t.id: t for t in snap.tasks}
         for c in snap.clients:
-            # the snapshot's one lag rule (a report above the end offset sum counts as that sum)
-            state = {tid: min(int(lag), self.end_offset[tid]) for tid, lag in c.lags.items() if tid in self.stateful}
+            # the snapshot's one lag rule, Client.lag (a report above the end offset sum counts as that sum)
+            state = {tid: c.lag(task_of[tid]) for tid in c.lags if tid in self.stateful}
             state.update({tid: 0 for tid in c.running if tid in self.stateful})
             self.clients[c.process_id] = {
                 "process_id": c.process_id, "threads": c.threads, "rack": c.rack, "tags": dict(c.tags),
