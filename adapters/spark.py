@@ -106,9 +106,9 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
     """A SparkSession for batches: ``local[*]`` unless ``master`` says otherwise, set up to start fast.
 
     The web UI is off, shuffles use few partitions, Arrow is on, Python
-    workers are reused; a local master binds to loopback only. On a local master the workers run this interpreter
-    (``PYSPARK_PYTHON`` defaults to ``sys.executable``), so they see the same
-    stickyflow. An existing active session is returned as it is, unless
+    workers are reused. A local master binds to loopback only, and its workers
+    run this interpreter (``PYSPARK_PYTHON`` defaults to ``sys.executable``), so
+    they see the same stickyflow. An existing active session is returned as it is, unless
     ``master`` asks for a different one.
     """
     SparkSession = _pyspark()
