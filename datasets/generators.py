@@ -166,7 +166,7 @@ def _racks_and_churn(scenario: str, racks: int | None, churn: int | None, member
 def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members: int = 4, topics: int = 2,
                       seed: int = 0, racks: int | None = None, replication: int = 2, churn: int | None = None,
                       protocol: str = "eager", id: str | None = None, now_ms: int = 0,
-                      config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                      config: Mapping[str, Any] | None = None, conflicts: int = 0) -> dict[str, Any]:
     """A consumer-group snapshot (spec JSON dict) of ``scenario`` (see the module docstring).
 
     Parameters
@@ -182,6 +182,11 @@ def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members
         How many members join, leave or restart (default: a tenth, at least one).
     protocol, id, now_ms, config:
         Copied into the snapshot (``config`` as the spec's consumer ``config`` object).
+    conflicts:
+        KIP-341 conflicts to add: that many partitions already claimed by one member
+        are claimed by a second present member too, at that member's generation
+        (equal generations: no claim wins; otherwise the newer one does). Drawn
+        from a separate seeded stream, so ``conflicts=0`` changes nothing.
 
     >>> d = consumer_snapshot("rack_outage", partitions=30, members=6, seed=3)
     >>> sorted({m["rack"] for m in d["members"]})
@@ -317,7 +322,30 @@ def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members
     doc["members"] = out_members
     if config:
         doc["config"] = dict(config)
+    if conflicts:
+        _add_conflicts(np.random.default_rng([seed, 0xC0F]), out_members, _positive("conflicts", conflicts, 0))
     return doc
+
+
+def _add_conflicts(rng: np.random.Generator, members: list[dict[str, Any]], k: int) -> None:
+    """Copy ``k`` claims of one member into another present member's ``owned`` (KIP-341 double claims)."""
+    claimants = [i for i, m in enumerate(members) if m.get("owned")]
+    if len(claimants) < 1 or len(members) < 2:
+        return
+    for _ in range(k):
+        a = claimants[int(rng.integers(0, len(claimants)))]
+        b = int(rng.integers(0, len(members) - 1))
+        b += b >= a
+        topic = sorted(members[a]["owned"])[int(rng.integers(0, len(members[a]["owned"])))]
+        parts = members[a]["owned"][topic]
+        p = parts[int(rng.integers(0, len(parts)))]
+        mb = members[b]
+        if topic not in mb["subscription"]:
+            continue  # a claim on a topic it no longer reads is stale, not a conflict
+        owned = mb.setdefault("owned", {})
+        if p not in owned.get(topic, []):
+            owned[topic] = sorted(owned.get(topic, []) + [p])
+            mb.setdefault("generation", members[a].get("generation", _GENERATION) - int(rng.integers(0, 2)))
 
 
 def _random_subset(rng: np.random.Generator, n: int) -> list[int]:

@@ -10,6 +10,20 @@ A suite is a reproducible list of snapshots (spec JSON dicts) with stable ids
 ``bench``    ``n`` (default 10,000) consumer groups of 1,000 partitions x 100 members, all scenarios in turn
 ``starter``  the bundled file ``bundled/starter.jsonl``: ``kip`` + ``smoke`` as of this release (35)
 
+Study suites (any count, seeded: snapshot ``i`` of seed ``s`` is made on its own by
+:func:`suite_item`, so that a Spark task can make its share without the others;
+sizes cycle so that results can be plotted against size):
+
+``rolling``        rolling restarts: static consumers back with stale KIP-341 claims, Streams clients back with lagging state
+``scaling``        scale out and scale in, both kinds, eager and cooperative consumers
+``rack-outage``    one rack of three lost, both kinds (Streams with a standby spread over zones)
+``churn``          consumer churn with KIP-341 conflicts: restarts, departures and double claims (ties and stale generations)
+``subscriptions``  consumer groups whose members read different subsets of the topics (KIP-54's hard case)
+``cold-start``     Streams applications starting with no previous assignment and no local state
+``standbys``       Streams with one or two standbys, racks and ``zone`` tags (KIP-708), lags skewed
+``large``          10,000-partition consumer groups (100 and 1,000 members) and 10,000-task Streams apps
+``headline``       the speed study: consumer groups of 1,000 partitions x 100 members and 1,000-task Streams apps, alternating
+
 >>> [d["id"] for d in suite("kip")][:2]
 ['kip/consumer/kip54-example1-c1-leaves/0', 'kip/consumer/kip54-example2-c0-leaves/1']
 >>> len(suite("bench", n=5))
@@ -27,7 +41,8 @@ from typing import Any, Callable, Iterator
 
 from .generators import SCENARIOS, SNAPSHOT_FORMAT, consumer_snapshot, streams_snapshot
 
-__all__ = ["SUITES", "suite", "iter_suite", "bundled_path", "load_bundled", "write_bundled", "BUNDLED"]
+__all__ = ["SUITES", "STUDY_SUITES", "suite", "iter_suite", "suite_item", "suite_count", "bundled_path", "load_bundled",
+           "write_bundled", "BUNDLED"]
 
 BUNDLED = ("starter",)
 
@@ -173,10 +188,14 @@ def _scale() -> Iterator[dict[str, Any]]:
 
 def _bench(n: int = 10_000, partitions: int = 1_000, members: int = 100, topics: int = 10,
            seed: int = 0) -> Iterator[dict[str, Any]]:
-    for i, sc in zip(range(n), itertools.cycle(SCENARIOS)):
-        yield consumer_snapshot(sc, partitions=partitions, members=members, topics=topics, seed=seed * 1_000_003 + i,
-                                racks=3 if sc == "rack_outage" or i % 4 == 0 else 0,
-                                id=f"bench/consumer/{sc}/{i}")
+    for i in range(n):
+        yield _bench_item(i, seed, partitions, members, topics)
+
+
+def _bench_item(i: int, seed: int = 0, partitions: int = 1_000, members: int = 100, topics: int = 10) -> dict[str, Any]:
+    sc = SCENARIOS[i % len(SCENARIOS)]
+    return consumer_snapshot(sc, partitions=partitions, members=members, topics=topics, seed=seed * 1_000_003 + i,
+                             racks=3 if sc == "rack_outage" or i % 4 == 0 else 0, id=f"bench/consumer/{sc}/{i}")
 
 
 _GENERATED: dict[str, tuple[Callable[..., Iterator[dict[str, Any]]], str]] = {
@@ -190,12 +209,164 @@ SUITES: dict[str, str] = {name: desc for name, (_, desc) in _GENERATED.items()}
 SUITES["starter"] = "bundled: kip + smoke, as shipped"
 
 
+# --------------------------------------------------------------------------- study suites (indexed)
+
+def _seed(seed: int, i: int) -> int:
+    return seed * 1_000_003 + i
+
+
+def _consumer(i: int, seed: int, suite_name: str, sc: str, p: int, m: int, t: int, **kw: Any) -> dict[str, Any]:
+    return consumer_snapshot(sc, partitions=p, members=m, topics=t, seed=_seed(seed, i),
+                             id=f"{suite_name}/consumer/{sc}/{i}", **kw)
+
+
+def _streams(i: int, seed: int, suite_name: str, sc: str, k: int, c: int, s: int, **kw: Any) -> dict[str, Any]:
+    return streams_snapshot(sc, tasks=k, clients=c, subtopologies=s, seed=_seed(seed, i),
+                            id=f"{suite_name}/streams/{sc}/{i}", **kw)
+
+
+_C_SIZES = ((60, 6, 3), (300, 20, 5), (1_200, 60, 8), (3_000, 100, 10))
+_S_SIZES = ((24, 4, 2), (96, 8, 4), (240, 16, 6), (600, 30, 8))
+
+
+def _rolling(i: int, seed: int) -> dict[str, Any]:
+    size = (i // 2) % 4
+    if i % 2 == 0:
+        return _consumer(i, seed, "rolling", "rolling_restart", *_C_SIZES[size],
+                         protocol="cooperative" if (i // 2) % 2 else "eager", racks=3 if size % 2 else 0)
+    return _streams(i, seed, "rolling", "rolling_restart", *_S_SIZES[size], num_standby_replicas=1,
+                    racks=3 if size % 2 else 0)
+
+
+def _scaling(i: int, seed: int) -> dict[str, Any]:
+    sc = ("scale_out", "scale_in")[(i // 2) % 2]
+    size = (i // 4) % 4
+    if i % 2 == 0:
+        return _consumer(i, seed, "scaling", sc, *_C_SIZES[size], protocol=("eager", "cooperative")[(i // 4) % 2])
+    return _streams(i, seed, "scaling", sc, *_S_SIZES[size], num_standby_replicas=(i // 4) % 2)
+
+
+def _rack_outage(i: int, seed: int) -> dict[str, Any]:
+    size = (i // 2) % 4
+    if i % 2 == 0:
+        return _consumer(i, seed, "rack-outage", "rack_outage", *_C_SIZES[size], racks=3,
+                         protocol=("eager", "cooperative")[(i // 2) % 2])
+    return _streams(i, seed, "rack-outage", "rack_outage", *_S_SIZES[size], racks=3, num_standby_replicas=1)
+
+
+def _churn(i: int, seed: int) -> dict[str, Any]:
+    sc = ("rolling_restart", "scale_in", "uniform")[i % 3]
+    p, m, t = _C_SIZES[(i // 3) % 4]
+    return _consumer(i, seed, "churn", sc, p, m, t, churn=max(1, m // 5), conflicts=max(2, p // 50),
+                     protocol=("eager", "cooperative")[(i // 3) % 2], racks=3 if i % 2 else 0)
+
+
+def _subscriptions(i: int, seed: int) -> dict[str, Any]:
+    p, m, t = _C_SIZES[i % 4]
+    return _consumer(i, seed, "subscriptions", "mixed", p, m, t + 2, racks=3 if (i // 4) % 2 else 0,
+                     protocol=("eager", "cooperative")[(i // 8) % 2])
+
+
+def _cold_start(i: int, seed: int) -> dict[str, Any]:
+    k, c, s = _S_SIZES[i % 4]
+    return _streams(i, seed, "cold-start", "fresh", k, c, s, num_standby_replicas=(i // 4) % 2,
+                    racks=3 if (i // 8) % 2 else 0)
+
+
+def _standbys(i: int, seed: int) -> dict[str, Any]:
+    sc = ("scale_out", "scale_in", "rolling_restart", "lag_skew")[i % 4]
+    k, c, s = _S_SIZES[(i // 4) % 4]
+    return _streams(i, seed, "standbys", sc, k, c, s, racks=3, num_standby_replicas=1 + (i // 16) % 2)
+
+
+def _large(i: int, seed: int) -> dict[str, Any]:
+    sc = ("scale_out", "scale_in", "rolling_restart", "mixed")[(i // 3) % 4]
+    if i % 3 == 0:
+        return _consumer(i, seed, "large", sc, 10_000, 100, 20, racks=3 if (i // 3) % 2 else 0)
+    if i % 3 == 1:
+        return _consumer(i, seed, "large", sc, 10_000, 1_000, 50, churn=10)
+    return _streams(i, seed, "large", sc, 10_000, 200, 10, churn=1, num_standby_replicas=1)
+
+
+_HEADLINE_SCENARIOS = ("scale_out", "scale_in", "rolling_restart", "rack_outage", "lag_skew", "mixed", "steady",
+                       "fresh")
+
+
+def _headline(i: int, seed: int) -> dict[str, Any]:
+    sc = _HEADLINE_SCENARIOS[(i // 2) % len(_HEADLINE_SCENARIOS)]
+    if i % 2 == 0:
+        return _consumer(i, seed, "headline", sc, 1_000, 100, 10, racks=3 if sc == "rack_outage" or i % 8 == 0 else 0,
+                         protocol="cooperative" if i % 6 == 0 else "eager")
+    return _streams(i, seed, "headline", sc, 1_000, 50, 10, racks=3 if sc == "rack_outage" else 0)
+
+
+# name -> (make(i, seed), default count, description in one line)
+_INDEXED: dict[str, tuple[Callable[[int, int], dict[str, Any]], int, str]] = {
+    "rolling": (_rolling, 16, "rolling restarts: static consumers with stale KIP-341 claims, Streams clients "
+                              "back with lagging state"),
+    "scaling": (_scaling, 16, "scale out and scale in, both kinds, eager and cooperative consumers"),
+    "rack-outage": (_rack_outage, 16, "one rack of three lost, both kinds (Streams: a standby over zones)"),
+    "churn": (_churn, 12, "consumer churn with KIP-341 conflicts: restarts, departures, double claims"),
+    "subscriptions": (_subscriptions, 16, "consumer groups with mixed subscriptions"),
+    "cold-start": (_cold_start, 16, "Streams applications with no previous assignment and no state"),
+    "standbys": (_standbys, 16, "Streams with one or two standbys, racks, zone tags, skewed lags"),
+    "large": (_large, 6, "10,000-partition consumer groups and 10,000-task Streams apps"),
+    "headline": (_headline, 1_000, "1,000 x 100 consumer groups and 1,000-task Streams apps, alternating"),
+}
+STUDY_SUITES = tuple(n for n in _INDEXED if n != "headline")
+SUITES.update({name: desc for name, (_, _, desc) in _INDEXED.items()})
+_FIXED_CACHE: dict[str, list[dict[str, Any]]] = {}
+
+
+def suite_count(name: str, count: int | None = None) -> int:
+    """How many snapshots ``suite_item(name, i)`` serves: ``count`` (default: the suite's own) for a study
+    suite; for a fixed list (``kip``, ``smoke``, ``mixed``, ``starter``, ``scale``) its length, at most ``count``;
+    ``bench``: ``count`` or 10,000."""
+    if name in _INDEXED:
+        return _INDEXED[name][1] if count is None else int(count)
+    if name == "bench":
+        return 10_000 if count is None else int(count)
+    n = len(_fixed(name)) if name != "scale" else 8
+    return n if count is None else min(n, int(count))
+
+
+def suite_item(name: str, index: int, seed: int = 0) -> dict[str, Any]:
+    """Snapshot ``index`` of suite ``name`` (spec JSON dict), made without making the others.
+
+    ``seed`` varies the study suites and ``bench``; the fixed lists ignore it.
+
+    >>> suite_item("churn", 3, seed=1)["id"]
+    'churn/consumer/rolling_restart/3'
+    """
+    if name in _INDEXED:
+        return _INDEXED[name][0](index, seed)
+    if name == "bench":
+        return _bench_item(index, seed)
+    if name == "scale":
+        return next(itertools.islice(_scale(), index, None))
+    return _fixed(name)[index]
+
+
+def _fixed(name: str) -> list[dict[str, Any]]:
+    if name not in _FIXED_CACHE:
+        _FIXED_CACHE[name] = suite(name)
+    return _FIXED_CACHE[name]
+
+
 def iter_suite(name: str, **options: Any) -> Iterator[dict[str, Any]]:
-    """The snapshots of suite ``name`` one at a time (``bench`` takes ``n``, ``partitions``, ``members``, ``topics``, ``seed``)."""
+    """The snapshots of suite ``name`` one at a time (``bench`` takes ``n``, ``partitions``, ``members``, ``topics``,
+    ``seed``; the study suites ``n`` and ``seed``)."""
     if name in BUNDLED:
         if options:
             raise ValueError(f"options: the bundled suite {name!r} takes none")
         return iter(load_bundled(name))
+    if name in _INDEXED:
+        unknown = set(options) - {"n", "count", "seed"}
+        if unknown:
+            raise ValueError(f"options: suite {name!r} takes n (or count) and seed, not {sorted(unknown)[0]!r}")
+        count = suite_count(name, options.get("n", options.get("count")))
+        seed = int(options.get("seed", 0))
+        return (_INDEXED[name][0](i, seed) for i in range(count))
     entry = _GENERATED.get(name)
     if entry is None:
         raise ValueError(f"suite: {name!r} is not one of {', '.join(SUITES)}")
