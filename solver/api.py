@@ -129,6 +129,7 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
                           objective=decision.objective, bound=decision.bound, wall_s=wall),
         metrics=MappingProxyType(dict(finished.metrics)),
         target=_read_only(finished.target),
+        protocol=getattr(snap, "protocol", None),
     )
 
 

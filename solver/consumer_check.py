@@ -466,11 +466,13 @@ def cooperative_split(snap: ConsumerSnapshot, target: Mapping[str, Mapping[str, 
                       prev: PreviousOwners | None = None) -> CooperativeStep:
     """Split a target assignment into a safe cooperative round (KIP-429).
 
-    A member must revoke every partition it claims but is not given. A partition
-    that another member still claims is withheld from a new owner that does not
-    claim it itself, until the follow-up rebalance, so no partition gains a
-    second consumer.
-    Every claim counts here, losing KIP-341 claims included: safety first.
+    A partition that some member claims goes this round only to its valid
+    previous owner (KIP-341); a target that sends it anywhere else (away from
+    that owner, or to anyone at all when its claims tie) withholds it until the
+    follow-up rebalance. A partition nobody claims goes to its target at once.
+    Each member revokes what it claims and is not given this round (stale claims
+    included), which is what a Kafka client does by itself: so no partition is
+    ever consumed by two members at once, not even by a stale claimant.
     """
     prev = prev or previous_owners(snap)
     if isinstance(target, ArrayAssignment) and target.snapshot is snap:
@@ -491,17 +493,17 @@ def cooperative_split(snap: ConsumerSnapshot, target: Mapping[str, Mapping[str, 
     withheld: dict[str, np.ndarray] = {}
     for t, claims in prev.claims.items():
         owner = new_owner[t]
-        mask = np.zeros(len(owner), dtype=bool)
-        kept = np.zeros(len(owner), dtype=bool)
+        claimed = np.zeros(len(owner), dtype=bool)
+        for _, parts in claims:
+            claimed[parts] = True
+        # a claimed partition goes this round only to its valid previous owner (a stale claimant or a
+        # newcomer waits until every claimant has revoked it)
+        mask = claimed & (owner >= 0) & (owner != prev.owner[t])
+        round_owner = np.where(mask, -1, owner)
         for i, parts in claims:
-            same = owner[parts] == i
-            kept[parts[same]] = True
-            lost = parts[~same]
+            lost = parts[round_owner[parts] != i]
             if len(lost):
                 revocations[ids[i]][t] = tuple(lost.tolist())
-                mask[lost] = True
-        # a new owner that already holds the partition keeps it; anyone else waits for the revocation
-        mask &= ~kept & (owner >= 0)
         if mask.any():
             withheld[t] = mask
     assignment: dict[str, dict[str, tuple[int, ...]]] = {}
@@ -541,17 +543,17 @@ def _cooperative_arrays(snap: ConsumerSnapshot, target: ArrayAssignment, prev: P
                 m.append(np.full(len(parts), i, dtype=np.int64))
         gid = np.concatenate(g) if g else np.zeros(0, dtype=np.int64)
         member = np.concatenate(m) if m else np.zeros(0, dtype=np.int64)
-    same = own[gid] == member
-    kept = np.zeros(total, dtype=bool)
-    kept[gid[same]] = True
-    lost_g, lost_m = gid[~same], member[~same]
+    valid = (np.concatenate([prev.owner[t] for t in names]) if names else np.zeros(0, dtype=np.int32))
     mask = np.zeros(total, dtype=bool)
-    mask[lost_g] = True
-    # a new owner that already holds the partition keeps it; anyone else waits for the revocation
-    mask &= ~kept & (own >= 0)
+    mask[gid] = True  # claimed by someone
+    # a claimed partition goes this round only to its valid previous owner (a stale claimant or a
+    # newcomer waits until every claimant has revoked it)
+    mask &= (own >= 0) & (own != valid)
     withheld = {t: mask[offsets[j]:offsets[j + 1]].copy() for j, t in enumerate(names)
                 if mask[offsets[j]:offsets[j + 1]].any()}
     round_own = np.where(mask, -1, own)
+    lost = round_own[gid] != member  # owned minus this round's assignment, stale claims included
+    lost_g, lost_m = gid[lost], member[lost]
     assignment = ArrayAssignment(snap, {t: round_own[offsets[pos[t]]:offsets[pos[t] + 1]] for t in target.owners})
     order = np.lexsort((lost_g, lost_m))
     lost_g, lost_m = lost_g[order], lost_m[order]

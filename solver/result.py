@@ -78,6 +78,10 @@ class AssignmentResult:
 
     ``assignment`` maps, for consumers, member id -> topic -> sorted partition
     tuple (every member present); for streams, process id -> ``ClientAssignment``.
+    For consumer groups ``target`` is the whole decision the metrics describe: with
+    ``protocol == "cooperative"`` (KIP-429), ``assignment`` is only this round's part of
+    it (a claimed partition waits until its claimants have revoked it) and ``to_json()``
+    writes ``target`` too; with the eager protocol the two are the same.
     """
 
     kind: str
@@ -90,6 +94,7 @@ class AssignmentResult:
     solver: SolverInfo
     metrics: Mapping[str, Any]
     target: Mapping[str, Any] | None = field(default=None, repr=False)
+    protocol: str | None = None
 
     @property
     def status(self) -> str:
@@ -113,6 +118,9 @@ class AssignmentResult:
             "solver": self.solver.to_json(),
             "metrics": dict(self.metrics),
         }
+        if self.protocol == "cooperative" and self.target is not None:
+            # the whole decision; ``assignment`` is only this round's part of it (the spec's ``target``)
+            out["target"] = {m: {t: list(p) for t, p in topics.items()} for m, topics in self.target.items()}
         return out
 
 

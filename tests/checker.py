@@ -18,17 +18,7 @@ def check_result(snapshot, result: AssignmentResult) -> None:
             assert result.metrics[key] == metrics[key], (key, result.metrics[key], metrics[key])
         assert set(result.assignment) == {m.id for m in snapshot.members}
         if snapshot.protocol == "cooperative":
-            # nothing is handed to a new owner while another member still claims it
-            from stickyflow.consumer import previous_owners
-
-            prev = previous_owners(snapshot)
-            index = snapshot.member_index()
-            for mid, topics in result.assignment.items():
-                for t, parts in topics.items():
-                    for i, claimed in prev.claims.get(t, ()):
-                        if i != index[mid]:
-                            assert not set(parts) & set(claimed.tolist()) or set(parts) & set(claimed.tolist()) <= _claimed_by(prev, t, index[mid])
-            assert (result.followup_rebalance_deadline_ms is not None) == any(result.revocations.values())
+            check_cooperative_round(snapshot, result)
         else:
             assert not result.revocations
     else:
@@ -45,9 +35,49 @@ def check_result(snapshot, result: AssignmentResult) -> None:
             assert result.metrics[key] == metrics[key], (key, result.metrics[key], metrics[key])
 
 
-def _claimed_by(prev, topic, i) -> set[int]:
-    out: set[int] = set()
-    for j, claimed in prev.claims.get(topic, ()):
-        if j == i:
-            out |= set(claimed.tolist())
-    return out
+def check_cooperative_round(snapshot, result: AssignmentResult) -> None:
+    """The spec's cooperative rules, checked partition by partition from the snapshot alone.
+
+    A claimed partition is in this round's assignment only with its valid previous owner; everything
+    else of the target is there unless claimed; each member revokes exactly what it claims (existing
+    partitions, stale claims included) and is not assigned; a follow-up is due at ``now_ms`` exactly
+    when something is revoked.
+    """
+    from stickyflow.consumer import previous_owners
+
+    prev = previous_owners(snapshot)
+    index = snapshot.member_index()
+    claimed: dict[tuple[str, int], set[int]] = {}
+    for t, claims in prev.claims.items():
+        for i, parts in claims:
+            for p in parts.tolist():
+                claimed.setdefault((t, p), set()).add(i)
+    holders: dict[tuple[str, int], list[str]] = {}
+    for mid, topics in result.assignment.items():
+        for t, parts in topics.items():
+            for p in parts:
+                holders.setdefault((t, p), []).append(mid)
+                if (t, p) in claimed:
+                    assert prev.of(t, p) == index[mid], (
+                        f"{t}-{p} handed to {mid} while claimed by {sorted(claimed[(t, p)])}")
+                assert p in result.target[mid].get(t, ()), f"{t}-{p} given to {mid} this round, not in target"
+    assert all(len(v) == 1 for v in holders.values()), "a partition given twice this round"
+    for mid, topics in result.target.items():
+        for t, parts in topics.items():
+            for p in parts:
+                goes_now = (t, p) not in claimed or prev.of(t, p) == index[mid]
+                assert goes_now == (p in result.assignment[mid].get(t, ())), (mid, t, p, goes_now)
+    for m in snapshot.members:
+        expect = {}
+        for t, parts in m.owned.items():
+            topic = snapshot.topics.get(t)
+            if topic is None:
+                continue
+            given = set(result.assignment[m.id].get(t, ()))
+            lost = sorted({p for p in parts if 0 <= p < topic.partitions and p not in given})
+            if lost:
+                expect[t] = lost
+        got = {t: sorted(ps) for t, ps in result.revocations.get(m.id, {}).items() if len(ps)}
+        assert got == expect, (m.id, got, expect)
+    revoking = any(any(len(ps) for ps in r.values()) for r in result.revocations.values())
+    assert result.followup_rebalance_deadline_ms == (snapshot.now_ms if revoking else None)

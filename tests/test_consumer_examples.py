@@ -52,13 +52,14 @@ def check_result_json(snap, doc: dict, assignor: str) -> None:
         assert doc["followup_rebalance_deadline_ms"] is None
         return
     # cooperative: every member gives up exactly what it claims (losing KIP-341 claims too) and is not given
-    target = doc_target(snap, doc)
+    # this round (owned minus assigned, as a Kafka client revokes by itself)
+    assert doc["target"] == doc_target(snap, doc)
     expected: dict[str, dict[str, list[int]]] = {}
     index = {m.id: i for i, m in enumerate(snap.members)}
     for t, claims in previous_owners(snap).claims.items():
         for i, parts in claims:
             mid = snap.members[i].id
-            lost = sorted(set(parts.tolist()) - set(target.get(mid, {}).get(t, [])))
+            lost = sorted(set(parts.tolist()) - set(doc["assignment"].get(mid, {}).get(t, [])))
             if lost:
                 expected.setdefault(mid, {})[t] = lost
     assert set(doc["revocations"]) <= set(index)
