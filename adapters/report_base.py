@@ -1,0 +1,156 @@
+"""What every report module shares: the optional backends (pandas, matplotlib on Agg), colours and
+markers per assignor, axis helpers (log scales with plain tick labels, non-negative axes), and the
+self-contained HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
+
+__all__ = ["Html", "PAGE_CSS", "html_page"]
+
+# --------------------------------------------------------------------------- optional backends
+
+def _pandas():
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - exercised only without pandas
+        raise BackendMissingError("reports need pandas: pip install 'stickyflow[plots]'") from exc
+    return pd
+
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, or :class:`BackendMissingError` naming ``stickyflow[plots]``."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise BackendMissingError("plots need matplotlib: pip install 'stickyflow[plots]'") from exc
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path | None) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    data = buf.getvalue()
+    if path is not None:
+        Path(path).write_bytes(data)
+    return data
+
+
+_PALETTE = {"optimal": "#1f77b4", "sticky": "#ff7f0e", "range": "#2ca02c", "roundrobin": "#d62728"}
+_EXTRA = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def _color(name: str) -> str:
+    base = name.split(" ")[0]
+    if base in _PALETTE:
+        return _PALETTE[base]
+    return _EXTRA[sum(map(ord, name)) % len(_EXTRA)]
+
+
+_MARKERS = {"optimal": "o", "sticky": "D", "range": "^", "roundrobin": "v", "uniform": "s", "kip1071": "P",
+            "kp-sticky": "x", "kp-range": "1", "kp-roundrobin": "2"}
+
+
+def _marker(name: str) -> str:
+    return _MARKERS.get(name.split(" ")[0], "h")
+
+
+def _plain_number(x: float, _pos: Any = None) -> str:
+    """A tick label without exponents: 100, 1,000, 0.5, 0.002."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 1:
+        return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}"
+    return f"{x:.3g}"
+
+
+def _log_axis(ax, which: str = "x") -> None:
+    """A log axis labelled at powers of ten (and 2x, 5x when few decades) in plain numbers, minor labels off."""
+    import matplotlib.ticker as mt
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    lo, hi = (ax.get_xlim() if which == "x" else ax.get_ylim())
+    decades = math.log10(hi / lo) if lo > 0 and hi > 0 else 3
+    axis.set_major_locator(mt.LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades < 2.5 else (1.0,)))
+    axis.set_major_formatter(mt.FuncFormatter(_plain_number))
+    axis.set_minor_formatter(mt.NullFormatter())
+
+
+def _from_zero(ax, values: Sequence[float]) -> None:
+    """Counts start at zero; an all-zero panel shows 0 to 1, not +-0.04."""
+    finite = [v for v in values if v is not None and v == v]
+    top = max(finite) if finite else 0
+    ax.set_ylim(bottom=0, top=None if top > 0 else 1)
+
+
+# --------------------------------------------------------------------------- HTML
+
+class Html(str):
+    """Text that :func:`html_page` inserts as HTML (already escaped), not as a paragraph."""
+
+
+PAGE_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;line-height:1.4}"
+    "table{border-collapse:collapse;font-size:12.5px;max-width:100%;display:block;overflow-x:auto}"
+    "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+    "th{background:#f3f3f3;white-space:normal;vertical-align:bottom}"
+    "td:nth-child(-n+2){text-align:left;white-space:nowrap}"
+    "img{max-width:100%;height:auto;border:1px solid #eee}"
+    "dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:14px}dt{font-weight:600}dd{margin:0}"
+    "pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:6px}"
+)
+
+
+def html_page(title: str, blocks: Sequence[tuple[str, Any]]) -> str:
+    """A self-contained HTML page. Each block is ``(heading, content)`` where content is PNG bytes
+    (embedded as a data URI), a pandas DataFrame (a table, never wider than the page: it scrolls inside
+    its box), :class:`Html`, or text (a paragraph)."""
+    pd = _pandas()
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{PAGE_CSS}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
+    ]
+    for heading, content in blocks:
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        if isinstance(content, (bytes, bytearray)):
+            data = base64.b64encode(bytes(content)).decode("ascii")
+            parts.append(f'<img alt="{html.escape(heading)}" src="data:image/png;base64,{data}">')
+        elif isinstance(content, pd.DataFrame):
+            parts.append(content.to_html(index=False, na_rep="", float_format=_cell_number,
+                                         classes="table", border=0))
+        elif isinstance(content, Html):
+            parts.append(str(content))
+        else:
+            parts.append(f"<p>{html.escape(str(content))}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _cell_number(x: float) -> str:
+    """Table cells: whole numbers without decimals, others with 4 significant digits, no exponent below 1e6."""
+    if x != x:  # NaN
+        return ""
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    if abs(x) >= 1e6 or abs(x) < 1e-3:
+        return f"{x:.3g}"
+    return f"{x:.4g}"
+
+

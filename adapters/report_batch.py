@@ -1,0 +1,324 @@
+"""A batch output's tables and plots: :func:`load_batch`, :func:`summary_table`, :func:`plot_metrics`,
+:func:`plot_time_vs_size` and :func:`write_report` (``stickyflow report``)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
+
+from .report_base import Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page
+from .report_pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, has_racks, pareto_snapshots, pareto_sweep, pareto_table,
+                            plot_pareto, read_snapshots)
+
+__all__ = ["BATCH_COLUMNS", "STATUSES", "SUMMARY_COLUMNS", "load_batch", "summary_table", "plot_metrics",
+           "plot_time_vs_size", "Report", "write_report"]
+
+BATCH_COLUMNS = ("id", "kind", "assignor", "moves", "imbalance", "cross_rack", "status", "wall_s", "error")
+STATUSES = ("optimal", "feasible", "heuristic", "fallback")
+UNKNOWN = "(unknown)"  # the kind (or assignor) of an error row that has none, e.g. for input that is not JSON
+SUMMARY_COLUMNS = ("kind", "assignor", "snapshots", "solved", "errors") + STATUSES + (
+    "moves_total", "moves_mean", "imbalance_mean", "imbalance_max", "cross_rack_total", "cross_rack_mean",
+    "wall_s_mean", "wall_s_p50", "wall_s_p95", "wall_s_max")
+_SIZE_COLUMNS = {"consumer": ("partitions", "num_partitions", "n_partitions"),
+                 "streams": ("tasks", "num_tasks", "n_tasks")}
+
+
+# --------------------------------------------------------------------------- the batch table
+
+def load_batch(source: Any):
+    """A batch output as a pandas DataFrame: a Parquet file or dataset folder, a CSV or JSON Lines file, or a frame.
+
+    Missing optional columns are added (empty); a missing required column is an
+    :class:`InvalidSnapshotError` naming it. A row without a ``kind`` or
+    ``assignor`` (an error row for input that is not JSON, say) gets
+    ``"(unknown)"`` there, so that it is still counted.
+    """
+    pd = _pandas()
+    if isinstance(source, pd.DataFrame):
+        frame = source.copy()
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise InvalidSnapshotError(Problem("batch", f"{str(path)!r} does not exist"))
+        try:
+            if path.is_file() and path.suffix == ".csv":
+                frame = pd.read_csv(path)
+            elif path.is_file() and path.suffix in (".jsonl", ".ndjson"):
+                frame = pd.read_json(path, lines=True)
+            else:
+                frame = pd.read_parquet(path)
+        except pd.errors.EmptyDataError:  # an empty CSV file: an empty batch
+            frame = pd.DataFrame()
+        except (ValueError, OSError) as exc:  # pyarrow's errors are ValueError / OSError too
+            raise InvalidSnapshotError(Problem("batch", f"{str(path)!r} cannot be read as a batch output "
+                                                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"))
+    missing = [c for c in ("kind", "assignor") if c not in frame.columns]
+    if missing and len(frame):
+        raise InvalidSnapshotError(Problem(f"batch.{missing[0]}", "is a required column of a batch output"))
+    for c in BATCH_COLUMNS:
+        if c not in frame.columns:
+            frame[c] = None
+    for c in ("moves", "imbalance", "cross_rack", "wall_s"):
+        frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    for c in ("kind", "assignor"):
+        # not astype(str): on pandas 3 a string column keeps its missing values missing, and groupby drops them
+        frame[c] = pd.Series([UNKNOWN if _missing(v) else str(v) for v in frame[c].tolist()], index=frame.index,
+                             dtype=object)
+    frame["size"] = _size_column(frame)
+    return frame
+
+
+def _missing(v: Any) -> bool:
+    if v is None or (isinstance(v, str) and not v):
+        return True
+    try:
+        return bool(_pandas().isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _size_column(frame):
+    pd = _pandas()
+    if "size" in frame.columns:
+        return pd.to_numeric(frame["size"], errors="coerce")
+    size = pd.Series(float("nan"), index=frame.index)
+    for kind, names in _SIZE_COLUMNS.items():
+        for name in names:
+            if name in frame.columns:
+                rows = (frame["kind"] == kind) & size.isna()
+                size[rows] = pd.to_numeric(frame.loc[rows, name], errors="coerce")
+    if "metrics" in frame.columns and size.isna().any():  # the batch keeps every metric as JSON text
+        from stickyflow import _jsonio
+
+        for i in frame.index[size.isna()]:
+            text = frame.at[i, "metrics"]
+            if not isinstance(text, str) or not text:
+                continue
+            try:
+                m = _jsonio.loads(text)
+            except ValueError:
+                continue
+            value = m.get("partitions") if frame.at[i, "kind"] == "consumer" else m.get("tasks")
+            if isinstance(value, (int, float)):
+                size[i] = value
+    return size
+
+
+def _ok(frame):
+    """Rows that were solved: no error text."""
+    err = frame["error"]
+    return frame[err.isna() | (err.astype(str).str.len() == 0)]
+
+
+def summary_table(frame):
+    """One row per kind and assignor: counts, statuses, moves, imbalance, cross-rack reads, solve times.
+
+    Totals and means are over solved rows only (``error`` empty); ``cross_rack``
+    sums are empty where no snapshot had racks. An assignor that does not serve
+    a kind at all (every row ``"unsupported"``) gets no row for it. Error rows
+    without a kind count under kind ``"(unknown)"``. An empty batch gives an
+    empty table (with the columns).
+    """
+    pd = _pandas()
+    frame = frame if "size" in frame.columns else load_batch(frame)
+    rows = []
+    for (kind, assignor), g in frame.groupby(["kind", "assignor"], sort=True, dropna=False):
+        if len(g) and (g["status"].astype(str) == "unsupported").all():
+            continue  # e.g. range on Streams snapshots: not a comparison, just a name the batch was given
+        ok = _ok(g)
+        status = ok["status"].astype(str)
+        cross = ok["cross_rack"].dropna()
+        wall = ok["wall_s"].dropna()
+        row: dict[str, Any] = {
+            "kind": kind, "assignor": assignor, "snapshots": int(len(g)), "solved": int(len(ok)),
+            "errors": int(len(g) - len(ok)),
+        }
+        for s in STATUSES:
+            row[s] = int((status == s).sum())
+        row.update({
+            "moves_total": _int(ok["moves"].sum()), "moves_mean": _num(ok["moves"].mean()),
+            "imbalance_mean": _num(ok["imbalance"].mean()), "imbalance_max": _intish(ok["imbalance"].max()),
+            "cross_rack_total": _int(cross.sum()) if len(cross) else None,
+            "cross_rack_mean": _num(cross.mean()) if len(cross) else None,
+            "wall_s_mean": _num(wall.mean()), "wall_s_p50": _num(wall.median()),
+            "wall_s_p95": _num(wall.quantile(0.95)) if len(wall) else None, "wall_s_max": _num(wall.max()),
+        })
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def _num(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
+def _intish(x) -> int | float | None:
+    """An int where the value is whole (loads), else the float (Streams' active tasks per thread)."""
+    x = _num(x)
+    return None if x is None else (int(x) if x == int(x) else x)
+
+
+def _int(x) -> int | None:
+    x = _num(x)
+    return None if x is None else int(round(x))
+
+
+def _labels(frame) -> list[tuple[str, str]]:
+    return sorted({(k, a) for k, a in zip(frame["kind"], frame["assignor"])})
+
+
+def plot_metrics(frame, path: str | Path | None = None) -> bytes:
+    """Four panels, one bar per kind and assignor: mean moves, mean imbalance, total cross-rack reads, mean solve time.
+
+    Returns the PNG bytes (and writes them to ``path`` when given).
+    """
+    plt = _pyplot()
+    table = summary_table(frame)
+    names = [f"{k}\n{a}" for k, a in zip(table["kind"], table["assignor"])]
+    colors = [_color(a) for a in table["assignor"]]
+    panels = [("moves_mean", "moves (mean per snapshot)"), ("imbalance_mean", "imbalance (mean)"),
+              ("cross_rack_total", "cross-rack reads (total)"), ("wall_s_mean", "solve time, s (mean)")]
+    fig, axes = plt.subplots(2, 2, figsize=(max(8, 1.3 * len(names) + 4), 7))
+    for ax, (col, title) in zip(axes.flat, panels):
+        values = [0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in table[col]]
+        ax.bar(range(len(names)), values, color=colors)
+        ax.set_xticks(range(len(names)), names, fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        if col == "wall_s_mean" and values and max(values) > 0 and min(v for v in values if v > 0) * 100 < max(values):
+            ax.set_yscale("log")
+    if not len(names):
+        for ax in axes.flat:
+            ax.text(0.5, 0.5, "no solved rows", ha="center", va="center", transform=ax.transAxes)
+    fig.suptitle("Per assignor", fontsize=12)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_time_vs_size(frame, path: str | Path | None = None) -> bytes:
+    """Solve time against size (partitions for consumer groups, tasks for Streams), log-log, one series per assignor."""
+    plt = _pyplot()
+    frame = frame if "size" in frame.columns else load_batch(frame)
+    ok = _ok(frame)
+    ok = ok[ok["size"].notna() & ok["wall_s"].notna() & (ok["wall_s"] > 0) & (ok["size"] > 0)]
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    markers = {"consumer": "o", "streams": "s"}
+    for kind, assignor in _labels(ok):
+        g = ok[(ok["kind"] == kind) & (ok["assignor"] == assignor)]
+        ax.scatter(g["size"], g["wall_s"], s=18, alpha=0.75, marker=markers.get(kind, "^"), color=_color(assignor),
+                   label=f"{assignor} ({kind})")
+    if len(ok):
+        # log axes only where the values span enough for them to help
+        if ok["size"].max() >= 20 * ok["size"].min():
+            ax.set_xscale("log")
+        if ok["wall_s"].max() >= 20 * ok["wall_s"].min():
+            ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no size columns (partitions / tasks) in the batch output",
+                ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("size (partitions or tasks)")
+    ax.set_ylabel("solve time, s")
+    ax.set_title("Solve time against size")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Report:
+    """What :func:`write_report` wrote: name -> path, and the tables (``rows`` and ``solved``: batch rows)."""
+
+    files: Mapping[str, Path]
+    summary: Any
+    pareto: Any = None
+    notes: tuple[str, ...] = field(default=())
+    rows: int | None = None
+    solved: int | None = None
+
+
+def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "default", pareto_seed: int = 0,
+                 pareto_count: int = 12, ratios: Sequence[float] = DEFAULT_RATIOS,
+                 pareto_assignors: Sequence[str] = ("optimal",) + GREEDY, time_limit: float | None = 10.0,
+                 title: str = "stickyflow batch report") -> Report:
+    """Write ``summary.csv``, ``metrics.png``, ``time_vs_size.png``, ``pareto.png``, ``pareto.csv`` and
+    ``report.html`` (everything embedded) into ``out_dir``.
+
+    ``pareto_input``: ``"default"`` (the seeded :func:`pareto_snapshots`), a
+    dataset path or ``suite:NAME`` (:func:`read_snapshots`), a list of
+    snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
+    sweep (seconds; None: none).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    frame = load_batch(batch)
+    table = summary_table(frame)
+    files: dict[str, Path] = {}
+    notes: list[str] = []
+    files["summary.csv"] = out / "summary.csv"
+    table.to_csv(files["summary.csv"], index=False)
+    metrics_png = plot_metrics(frame, out / "metrics.png")
+    files["metrics.png"] = out / "metrics.png"
+    size_png = plot_time_vs_size(frame, out / "time_vs_size.png")
+    files["time_vs_size.png"] = out / "time_vs_size.png"
+    solved = len(_ok(frame))
+    if not len(frame):
+        notes.append("The batch output has no rows: nothing to summarize.")
+    elif not solved:
+        notes.append(f"No row of the batch output was solved: all {len(frame)} rows are errors (listed below).")
+    elif frame["size"].isna().all():
+        notes.append("The batch output has no size columns (partitions, tasks): the size plot is empty.")
+    errors = _pandas().DataFrame()
+    bad = frame[~frame.index.isin(_ok(frame).index)]
+    if len(bad):
+        errors = bad[["id", "kind", "assignor", "error"]].head(50)
+    blocks: list[tuple[str, Any]] = [("Summary per assignor", table), ("Moves, imbalance, cross-rack reads, solve time",
+                                                                        metrics_png),
+                                     ("Solve time against size", size_png)]
+    sweep = None
+    if pareto_input is not None:
+        if isinstance(pareto_input, str) and pareto_input == "default":
+            snaps = pareto_snapshots(pareto_count, pareto_seed)
+            source = f"{pareto_count} seeded rack-aware consumer groups (seed {pareto_seed})"
+        else:
+            every = read_snapshots(pareto_input)
+            snaps = [s for s in every if has_racks(s)]
+            source = f"the {len(snaps)} snapshots with racks of the {len(every)} in {pareto_input}"
+        sweep = pareto_sweep(snaps, ratios, pareto_assignors, time_limit=time_limit)
+        files["pareto.csv"] = out / "pareto.csv"
+        sweep.to_csv(files["pareto.csv"], index=False)
+        pareto_png = plot_pareto(sweep, out / "pareto.png")
+        files["pareto.png"] = out / "pareto.png"
+        unproven = sweep[(sweep["assignor"] == "optimal") & (sweep["proven"] < sweep["snapshots"])] if len(sweep) \
+            else sweep
+        if len(unproven):
+            notes.append(f"Pareto sweep: {int((unproven['snapshots'] - unproven['proven']).sum())} optimal solves "
+                         f"were not proven within the time limit ({time_limit} s); their ratios carry a * in the plot.")
+        skipped = sweep[sweep["skipped"] > 0] if len(sweep) else sweep
+        for _, row in skipped.drop_duplicates(["kind", "assignor"]).iterrows():
+            notes.append(f"Pareto sweep: {row['assignor']} could not solve {row['skipped']} of the "
+                         f"{row['snapshots'] + row['skipped']} {row['kind']} snapshots (at ratio {row['ratio']:g}).")
+        blocks += [("Traffic against moves", pareto_png),
+                   ("Pareto sweep", f"Input: {source}; ratios traffic_cost / non_overlap_cost = "
+                                    f"{', '.join(f'{r:g}' for r in ratios)} (non_overlap_cost = {_SCALE})."),
+                   ("Pareto sweep totals", sweep)]
+    if len(errors):
+        blocks.append(("Rows with errors (first 50)", errors))
+    for note in notes:
+        blocks.append(("Note", note))
+    files["report.html"] = out / "report.html"
+    files["report.html"].write_text(html_page(title, blocks), encoding="utf-8")
+    return Report(files=files, summary=table, pareto=sweep, notes=tuple(notes), rows=int(len(frame)),
+                  solved=int(solved))
+
+
