@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # subcommands defined in other modules of this package: name -> module with add_parser(subparsers)
-_EXTENSIONS = {"batch": "cli_batch", "report": "cli_report", "simulate": "cli_simulate", "bench": "cli_bench"}
+_EXTENSIONS = {"batch": "cli_batch", "report": "cli_report", "simulate": "cli_simulate", "bench": "cli_bench",
+               "compare": "cli_compare"}
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:

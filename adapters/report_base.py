@@ -91,6 +91,34 @@ def _log_axis(ax, which: str = "x") -> None:
     axis.set_minor_formatter(mt.NullFormatter())
 
 
+def _place_labels(ax, items: Sequence[tuple[float, float, str]], *, color: str = "black", fontsize: int = 8) -> None:
+    """Annotate points so that no two labels overlap each other: each label takes the first of a few offsets
+    around its point whose box is clear of the labels already placed (else the least crowded one)."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    offsets = [(7, 5, "left"), (7, -13, "left"), (-7, 5, "right"), (-7, -13, "right"), (7, 17, "left"),
+               (7, -25, "left"), (-7, 17, "right"), (-7, -25, "right"), (0, 29, "center"), (0, -37, "center")]
+    placed: list[Any] = []
+    for x, y, text in items:
+        best = None
+        for dx, dy, ha in offsets:
+            ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, fontsize=fontsize,
+                              color=color, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8),
+                              zorder=6)
+            box = ann.get_window_extent(renderer)
+            hits = sum(box.overlaps(b) for b in placed)
+            if best is None or hits < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (hits, ann, box)
+            else:
+                ann.remove()
+            if hits == 0:
+                break
+        placed.append(best[2])
+
+
 def _from_zero(ax, values: Sequence[float]) -> None:
     """Counts start at zero; an all-zero panel shows 0 to 1, not +-0.04."""
     finite = [v for v in values if v is not None and v == v]

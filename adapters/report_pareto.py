@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from .report_base import _color, _marker, _pandas, _pyplot, _save
+from .report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
 
 __all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "read_snapshots", "has_racks", "with_cost_ratio",
            "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]
@@ -239,14 +239,16 @@ def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "opti
     for ax, kind in zip(axes[0], kinds):
         part = sweep[sweep["kind"] == kind] if len(sweep) else sweep
         if len(part):
-            _pareto_panel(ax, part, optimizer)
             n = int(part["snapshots"].max())
             ax.set_title(f"{kind}: {n} snapshot{'s' if n != 1 else ''}", fontsize=10)
         else:
             ax.text(0.5, 0.5, "no snapshots solved", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xlabel("moves (total)")
-        ax.set_ylabel("cross-rack reads (total)")
+        unit = "partitions" if kind == "consumer" else "tasks"
+        ax.set_xlabel(f"moves ({unit}, total over the snapshots)")
+        ax.set_ylabel(f"cross-rack reads ({'partitions' if kind == 'consumer' else 'topic partitions'}, total)")
         ax.grid(alpha=0.3)
+        if len(part):
+            _pareto_panel(ax, part, optimizer)
     fig.suptitle("Traffic against moves: sweeping traffic_cost / non_overlap_cost", fontsize=12)
     fig.tight_layout()
     return _save(fig, path)
@@ -255,25 +257,21 @@ def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "opti
 def _pareto_panel(ax, part, optimizer: str) -> None:
     opt = part[part["assignor"] == optimizer].sort_values("ratio")
     if len(opt):
-        ax.plot(opt["moves"], opt["cross_rack"], "-o", color=_color(optimizer), label=f"{optimizer} (ratio sweep)",
-                zorder=3)
+        ax.plot(opt["moves"], opt["cross_rack"], "-o", color=_color(optimizer),
+                label=f"{optimizer}, r = traffic_cost / non_overlap_cost", zorder=3)
         labels: dict[tuple[float, float], list[str]] = {}
         for _, row in opt.iterrows():  # ratios that land on the same point share one label; * = not all proven
             star = "" if row.get("proven", row["snapshots"]) == row["snapshots"] else "*"
             labels.setdefault((row["moves"], row["cross_rack"]), []).append(f"{row['ratio']:g}{star}")
-        for (x, y), text in labels.items():
-            ax.annotate("r=" + ", ".join(text), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8,
-                        color=_color(optimizer))
         front = pareto_front(zip(opt["moves"], opt["cross_rack"]))
         ax.plot([p[0] for p in front], [p[1] for p in front], "s", mfc="none", ms=11, color="black",
                 label="Pareto front", zorder=4)
-    marks = {"sticky": "D", "range": "^", "roundrobin": "v"}
-    others = ["P", "X", "*", "h"]
-    for i, (name, g) in enumerate(part[part["assignor"] != optimizer].groupby("assignor", sort=True)):
+    for name, g in part[part["assignor"] != optimizer].groupby("assignor", sort=True):
         pts = g[["moves", "cross_rack"]].drop_duplicates()
-        ax.scatter(pts["moves"], pts["cross_rack"], marker=marks.get(name, others[i % len(others)]), s=70,
-                   color=_color(name),
+        ax.scatter(pts["moves"], pts["cross_rack"], marker=_marker(name), s=70, color=_color(name),
                    label=name if len(pts) == 1 else f"{name} ({len(pts)} points)", zorder=5)
     ax.legend(fontsize=8)
+    if len(opt):
+        _place_labels(ax, [(x, y, "r=" + ", ".join(t)) for (x, y), t in labels.items()], color=_color(optimizer))
 
 
