@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         if args.rounds is not None:
             scenario = _with_rounds(scenario, args.rounds)
         assignors = [a for a in args.assignors.split(",") if a]
+        from .compare import _warm_up
+
+        _warm_up(assignors)  # imports and first-call set-up are not the first round's solve time
         sim = simulate(scenario, assignors, readiness=readiness, time_limit=args.time_limit)
     except (InvalidSnapshotError, UnknownAssignorError) as exc:
         print(f"stickyflow simulate: {exc}", file=sys.stderr)

@@ -137,7 +137,7 @@ PAGE_CSS = (
     "table{border-collapse:collapse;font-size:12.5px;max-width:100%;display:block;overflow-x:auto}"
     "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}"
     "th{background:#f3f3f3;white-space:normal;vertical-align:bottom}"
-    "td:nth-child(-n+2){text-align:left;white-space:nowrap}"
+    "td:first-child{white-space:nowrap}"
     "img{max-width:100%;height:auto;border:1px solid #eee}"
     "dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:14px}dt{font-weight:600}dd{margin:0}"
     "pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:6px}"
@@ -161,8 +161,15 @@ def html_page(title: str, blocks: Sequence[tuple[str, Any]]) -> str:
             data = base64.b64encode(bytes(content)).decode("ascii")
             parts.append(f'<img alt="{html.escape(heading)}" src="data:image/png;base64,{data}">')
         elif isinstance(content, pd.DataFrame):
+            n_tables = sum(p.startswith("<table") or 'class="dataframe' in p for p in parts)
+            table_id = f"t{n_tables}"
+            text_cols = [i + 1 for i, c in enumerate(content.columns)
+                         if not pd.api.types.is_numeric_dtype(content[c]) or pd.api.types.is_bool_dtype(content[c])]
+            if text_cols:  # words read left to right; numbers line up on the right
+                parts.append("<style>" + ",".join(f"#{table_id} td:nth-child({i}),#{table_id} th:nth-child({i})"
+                                                  for i in text_cols) + "{text-align:left}</style>")
             parts.append(content.to_html(index=False, na_rep="", float_format=_cell_number,
-                                         classes="table", border=0))
+                                         classes="table", border=0, table_id=table_id))
         elif isinstance(content, Html):
             parts.append(str(content))
         else:

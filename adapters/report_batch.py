@@ -177,60 +177,85 @@ def _labels(frame) -> list[tuple[str, str]]:
     return sorted({(k, a) for k, a in zip(frame["kind"], frame["assignor"])})
 
 
-def plot_metrics(frame, path: str | Path | None = None) -> bytes:
-    """Four panels, one bar per kind and assignor: mean moves, mean imbalance, total cross-rack reads, mean solve time.
+_UNITS = {"consumer": ("partitions", "partitions per member"), "streams": ("active tasks", "active tasks per thread")}
 
-    Returns the PNG bytes (and writes them to ``path`` when given).
+
+def plot_metrics(frame, path: str | Path | None = None) -> bytes:
+    """One row of panels per kind, one bar per assignor, every panel a mean (or median) per solved snapshot:
+    moves, imbalance, cross-rack reads (snapshots with racks) and solve time in ms (median, so that a
+    worker's first call, which pays for imports, does not count).
+
+    A consumer group's partitions and a Streams application's tasks never share an axis. Returns the PNG
+    bytes (and writes them to ``path`` when given).
     """
     plt = _pyplot()
+    frame = frame if "size" in frame.columns else load_batch(frame)
     table = summary_table(frame)
-    names = [f"{k}\n{a}" for k, a in zip(table["kind"], table["assignor"])]
-    colors = [_color(a) for a in table["assignor"]]
-    panels = [("moves_mean", "moves (mean per snapshot)"), ("imbalance_mean", "imbalance (mean)"),
-              ("cross_rack_total", "cross-rack reads (total)"), ("wall_s_mean", "solve time, s (mean)")]
-    fig, axes = plt.subplots(2, 2, figsize=(max(8, 1.3 * len(names) + 4), 7))
-    for ax, (col, title) in zip(axes.flat, panels):
-        values = [0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in table[col]]
-        ax.bar(range(len(names)), values, color=colors)
-        ax.set_xticks(range(len(names)), names, fontsize=8)
-        ax.set_title(title, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-        if col == "wall_s_mean" and values and max(values) > 0 and min(v for v in values if v > 0) * 100 < max(values):
-            ax.set_yscale("log")
-    if not len(names):
-        for ax in axes.flat:
-            ax.text(0.5, 0.5, "no solved rows", ha="center", va="center", transform=ax.transAxes)
-    fig.suptitle("Per assignor", fontsize=12)
+    table = table[table["solved"] > 0] if len(table) else table
+    kinds = [k for k in dict.fromkeys(table["kind"])] if len(table) else []
+    rows = max(1, len(kinds))
+    fig, axes = plt.subplots(rows, 4, figsize=(15, 3.6 * rows), squeeze=False)
+    for r, kind in enumerate(kinds or [None]):
+        part = table[table["kind"] == kind] if kind is not None else table
+        ok = _ok(frame)
+        ok = ok[ok["kind"] == kind] if kind is not None else ok
+        unit, per = _UNITS.get(kind, ("items", "items per member"))
+        names = list(part["assignor"])
+        medians = [_num(ok[ok["assignor"] == a]["wall_s"].median()) for a in names]
+        panels = [(list(part["moves_mean"]), f"moves per snapshot\n({unit}, mean)"),
+                  (list(part["imbalance_mean"]), f"imbalance per snapshot\n(max - min {per}, mean)"),
+                  (list(part["cross_rack_mean"]), f"cross-rack reads per snapshot\n({unit.split()[-1]}, mean)"),
+                  ([None if m is None else 1000 * m for m in medians], "solve time per snapshot\n(ms, median)")]
+        for c, (values, label) in enumerate(panels):
+            ax = axes[r][c]
+            vals = [0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]
+            ax.bar(range(len(names)), vals, color=[_color(a) for a in names])
+            ax.set_xticks(range(len(names)), names, fontsize=8, rotation=20 if len(names) > 4 else 0)
+            ax.set_xlabel(f"assignor ({kind})" if kind else "assignor")
+            ax.set_ylabel(label, fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+            _from_zero(ax, vals)
+            if not names:
+                ax.text(0.5, 0.5, "no solved rows", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     return _save(fig, path)
 
 
 def plot_time_vs_size(frame, path: str | Path | None = None) -> bytes:
-    """Solve time against size (partitions for consumer groups, tasks for Streams), log-log, one series per assignor."""
+    """Solve time against size, one panel per kind (partitions for consumer groups, tasks for Streams), one line
+    per assignor through the median of each size band (powers of two), so that a worker's first call, which
+    pays for imports, does not show as solve time; the band's points are drawn faintly behind."""
     plt = _pyplot()
     frame = frame if "size" in frame.columns else load_batch(frame)
     ok = _ok(frame)
     ok = ok[ok["size"].notna() & ok["wall_s"].notna() & (ok["wall_s"] > 0) & (ok["size"] > 0)]
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    markers = {"consumer": "o", "streams": "s"}
-    for kind, assignor in _labels(ok):
-        g = ok[(ok["kind"] == kind) & (ok["assignor"] == assignor)]
-        ax.scatter(g["size"], g["wall_s"], s=18, alpha=0.75, marker=markers.get(kind, "^"), color=_color(assignor),
-                   label=f"{assignor} ({kind})")
-    if len(ok):
-        # log axes only where the values span enough for them to help
-        if ok["size"].max() >= 20 * ok["size"].min():
-            ax.set_xscale("log")
-        if ok["wall_s"].max() >= 20 * ok["wall_s"].min():
-            ax.set_yscale("log")
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no size columns (partitions / tasks) in the batch output",
-                ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("size (partitions or tasks)")
-    ax.set_ylabel("solve time, s")
-    ax.set_title("Solve time against size")
-    ax.grid(alpha=0.3)
+    kinds = list(dict.fromkeys(ok["kind"])) if len(ok) else [None]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(6.4 * len(kinds), 4.6), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        part = ok[ok["kind"] == kind] if kind is not None else ok
+        series = 0
+        for assignor in sorted(set(part["assignor"])):
+            g = part[part["assignor"] == assignor]
+            band = g["size"].map(lambda s: 1 << (int(s).bit_length() - 1))
+            med = g.assign(band=band).groupby("band").agg(size=("size", "median"), ms=("wall_s", "median"))
+            ax.scatter(g["size"], 1000 * g["wall_s"], s=8, alpha=0.18, color=_color(assignor), marker=_marker(assignor))
+            ax.plot(med["size"], 1000 * med["ms"], marker=_marker(assignor), color=_color(assignor), label=assignor)
+            series += 1
+        if len(part):
+            if part["size"].max() >= 20 * part["size"].min():
+                _log_axis(ax, "x")
+            if part["wall_s"].max() >= 30 * part["wall_s"].min():
+                _log_axis(ax, "y")
+            if series > 1:
+                ax.legend(fontsize=8, title="assignor (line: band median)", title_fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "no size columns (partitions / tasks) in the batch output",
+                    ha="center", va="center", transform=ax.transAxes)
+        unit = {"consumer": "partitions", "streams": "tasks"}.get(kind, "partitions or tasks")
+        ax.set_xlabel(f"size ({unit} per snapshot)")
+        ax.set_ylabel("solve time per snapshot (ms)")
+        ax.set_title(f"{kind or ''} solve time against size".strip(), fontsize=10)
+        ax.grid(alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -245,6 +270,37 @@ class Report:
     notes: tuple[str, ...] = field(default=())
     rows: int | None = None
     solved: int | None = None
+
+
+SUMMARY_DEFINITIONS = (
+    ("snapshots, solved, errors", "rows of the batch for that kind and assignor; solved ones have no error"),
+    ("optimal, feasible, heuristic, fallback", "solver statuses: proven optimal; valid, not proven; a greedy "
+                                               "assignor by choice; the greedy assignor stood in for the optimizer"),
+    ("moves", "consumer: partitions whose valid previous owner lost them; Streams: active tasks that left their "
+              "client (total over the solved snapshots, and mean per snapshot)"),
+    ("imbalance", "consumer: most minus fewest partitions per member; Streams: most minus fewest active tasks "
+                  "per thread (mean and largest per snapshot)"),
+    ("cross-rack", "partitions (Streams: input and changelog partitions) read from another rack, where racks "
+                   "are known (total and mean per snapshot)"),
+    ("solve s", "the assignor's wall time per snapshot in seconds: mean, median (p50), 95th percentile, largest. "
+                "A worker's first solve includes imports: read the median"),
+)
+
+
+def _definitions() -> str:
+    import html as _html
+
+    return "<dl>" + "".join(f"<dt>{_html.escape(k)}</dt><dd>{_html.escape(v)}</dd>"
+                            for k, v in SUMMARY_DEFINITIONS) + "</dl>"
+
+
+def _readable(table):
+    """The summary with short column names (the CSV keeps the machine names)."""
+    names = {"moves_total": "moves", "moves_mean": "moves mean", "imbalance_mean": "imbalance mean",
+             "imbalance_max": "imbalance max", "cross_rack_total": "cross-rack", "cross_rack_mean": "cross-rack mean",
+             "wall_s_mean": "solve s mean", "wall_s_p50": "solve s p50", "wall_s_p95": "solve s p95",
+             "wall_s_max": "solve s max"}
+    return table.rename(columns=names)
 
 
 def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "default", pareto_seed: int = 0,
@@ -282,8 +338,9 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
     bad = frame[~frame.index.isin(_ok(frame).index)]
     if len(bad):
         errors = bad[["id", "kind", "assignor", "error"]].head(50)
-    blocks: list[tuple[str, Any]] = [("Summary per assignor", table), ("Moves, imbalance, cross-rack reads, solve time",
-                                                                        metrics_png),
+    blocks: list[tuple[str, Any]] = [("What the columns mean", Html(_definitions())),
+                                     ("Summary per assignor", _readable(table)),
+                                     ("Moves, imbalance, cross-rack reads, solve time", metrics_png),
                                      ("Solve time against size", size_png)]
     sweep = None
     if pareto_input is not None:
@@ -311,7 +368,8 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
         blocks += [("Traffic against moves", pareto_png),
                    ("Pareto sweep", f"Input: {source}; ratios traffic_cost / non_overlap_cost = "
                                     f"{', '.join(f'{r:g}' for r in ratios)} (non_overlap_cost = {_SCALE})."),
-                   ("Pareto sweep totals", sweep)]
+                   ("Pareto sweep totals (one row per assignor and result; ratios: where it gave that result)",
+                    pareto_table(sweep))]
     if len(errors):
         blocks.append(("Rows with errors (first 50)", errors))
     for note in notes:

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from .report_base import _EXTRA, _PALETTE, _color, _pandas, _pyplot, _save, html_page
+from .report_base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
 from .report_batch import Report
 
 __all__ = ["plot_simulation", "write_simulation_report"]
@@ -30,10 +30,15 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
     streams = bool(len(rows)) and (rows["kind"] == "streams").any()
     if len(rows):
         rows = rows.assign(moves_cumulative=rows.groupby("label", sort=False)["moves"].cumsum())
-    kind_panels = ([("warmups", "warm-ups"), ("restoring_actives", "active tasks still restoring")] if streams else
+    unit = "tasks" if streams else "partitions"
+    kind_panels = ([("warmups", "warm-up replicas"), ("restoring_actives", "active tasks still restoring")]
+                   if streams else
                    [("revoked", "partitions revoked (cooperative)"), ("withheld", "partitions withheld (cooperative)")])
-    panels = [("moves", "moves"), ("moves_cumulative", "moves, cumulative"), ("imbalance", "imbalance"),
-              ("cross_rack", "cross-rack reads"), *kind_panels, ("wall_s", "solve time, s")]
+    panels = [("moves", f"moves this round ({unit})"), ("moves_cumulative", f"moves since start ({unit})"),
+              ("imbalance", "imbalance (tasks per thread)" if streams else "imbalance (partitions per member)"),
+              ("cross_rack", "cross-rack reads (partitions)"), *kind_panels, ("wall_ms", "solve time (ms)")]
+    if len(rows):
+        rows = rows.assign(wall_ms=1000 * pd.to_numeric(rows["wall_s"], errors="coerce"))
     fig, axes = plt.subplots(2, 4, figsize=(18, 7.5))
     labels = list(dict.fromkeys(rows["label"])) if len(rows) else []
     n = max(1, len(labels))
@@ -46,10 +51,14 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
             ax.step(g["round"] + offset, y, where="mid", marker=".", color=colors[label],
                     linestyle=["-", "--", ":", "-."][i % 4], label=label)
         _mark_events(ax, rows)
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("round")
+        ax.set_ylabel(title, fontsize=9)
+        ax.set_xlabel("round (one rebalance each; dotted: an event)", fontsize=8)
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=8)
+        if col != "wall_ms":
+            ax.set_ylim(bottom=0)
+        ax.yaxis.get_major_locator().set_params(integer=col != "wall_ms" and col != "imbalance")
+        if len(labels) > 1:
+            ax.legend(fontsize=7, title="run", title_fontsize=7)
     ax = axes.flat[7]
     if summary is not None and len(summary):
         episodes = list(dict.fromkeys(zip(summary["episode"], summary["cause"])))
@@ -61,8 +70,12 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
             ax.bar([e + (i - (n - 1) / 2) * width for e in g["episode"]], vals, width=width, color=colors[label],
                    hatch=["", "//", "..", "xx"][i % 4], label=label)
         ax.set_xticks([e for e, _ in episodes], [_short(c) for _, c in episodes], fontsize=7, rotation=30, ha="right")
-        ax.set_title("rounds to converge per disturbance (0: not converged)", fontsize=10)
+        ax.set_xlabel("disturbance", fontsize=8)
+        ax.set_ylabel("rebalances to converge\n(0: not converged)", fontsize=9)
+        ax.yaxis.get_major_locator().set_params(integer=True)
         ax.grid(axis="y", alpha=0.3)
+        if len(labels) > 1:
+            ax.legend(fontsize=7, title="run", title_fontsize=7)
     else:
         ax.axis("off")
     name = rows["scenario"].iloc[0] if len(rows) else "simulation"
@@ -106,14 +119,82 @@ def write_simulation_report(simulation: Any, out_dir: str | Path, *, title: str 
     summary.to_csv(files["convergence.csv"], index=False)
     png = plot_simulation(simulation, files["simulation.png"])
     name = simulation.scenario.name or "simulation"
-    cols = [c for c in ("label", "round", "time_ms", "trigger", "events", "leader", "members", "status", "moves",
-                        "imbalance", "cross_rack", "revoked", "withheld", "warmups", "standbys", "restoring_actives",
-                        "followup", "wall_s") if c in rounds.columns and rounds[c].notna().any()]
     page = html_page(title or f"stickyflow simulation: {name}", [
-        ("Rounds to converge", summary.drop(columns=["scenario"], errors="ignore")),
+        ("Rounds to converge", _readable_summary(summary, simulation)),
+        ("What the columns mean", Html(_definitions(simulation.scenario.kind))),
         ("Per round", png),
-        ("Rounds", rounds[cols]),
+        ("Rounds", _readable_rounds(rounds)),
     ])
     files["simulation.html"].write_text(page, encoding="utf-8")
     return Report(files=files, summary=summary)
 
+
+def _minutes(ms: Any) -> str:
+    if ms is None or (isinstance(ms, float) and math.isnan(ms)):
+        return "never (within the run)"
+    minutes = float(ms) / 60_000.0
+    return "at once" if minutes == 0 else f"{minutes:,.1f} min"
+
+
+def _readiness(value: Any, kind: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "not applicable (consumer group)" if kind == "consumer" else "the mode's own"
+    return str(value)
+
+
+def _readable_summary(summary, simulation):
+    """The convergence table in words: readiness spelled out, rounds 'not converged', times in minutes."""
+    pd = _pandas()
+    kind = simulation.scenario.kind
+    if not len(summary):
+        return summary
+    out = pd.DataFrame({
+        "run": summary["label"],
+        "disturbance": summary["cause"],
+        "starts at round": summary["start_round"],
+        "rebalances to converge": [("not converged" if v is None or (isinstance(v, float) and math.isnan(v))
+                                    else int(v)) for v in summary["rounds_to_converge"]],
+        "time to converge": [_minutes(v) for v in summary["time_to_converge_ms"]],
+        "moves": summary["moves"],
+        "largest imbalance": summary["max_imbalance"],
+    })
+    if kind == "streams":
+        out.insert(1, "warm-up readiness", [_readiness(v, kind) for v in summary["readiness"]])
+    return out
+
+
+def _readable_rounds(rounds):
+    pd = _pandas()
+    if not len(rounds):
+        return rounds
+    start = rounds.groupby("label")["time_ms"].transform("min")
+    out = pd.DataFrame({"run": rounds["label"], "round": rounds["round"],
+                        "minutes since start": ((rounds["time_ms"] - start) / 60_000.0).round(1),
+                        "why": rounds["trigger"], "events": rounds["events"]})
+    for c, name in (("members", "members"), ("status", "status"), ("moves", "moves"), ("imbalance", "imbalance"),
+                    ("cross_rack", "cross-rack"), ("revoked", "revoked"), ("withheld", "withheld"),
+                    ("warmups", "warm-ups"), ("standbys", "standbys"), ("restoring_actives", "actives restoring")):
+        if c in rounds.columns and rounds[c].notna().any():
+            out[name] = rounds[c]
+    out["follow-up asked"] = rounds["followup"].map({True: "yes", False: "no"})
+    out["solve ms"] = (1000 * rounds["wall_s"]).round(2)
+    return out
+
+
+def _definitions(kind: str) -> str:
+    import html
+
+    rows = [("rebalances to converge", "rebalances from the disturbance to the first one that asks for no "
+                                       "follow-up, both counted; not converged: none within the run"),
+            ("time to converge", "simulated time from the disturbance to that rebalance"),
+            ("moves", "moves summed over the rebalances of the episode")]
+    if kind == "streams":
+        rows += [("warm-up readiness", "eager: a warm-up that has caught up triggers a rebalance at once (the "
+                                       "early KIP-441 draft's learners); conservative: it waits for the next "
+                                       "probing rebalance (KIP-441 as shipped)"),
+                 ("warm-ups", "warm-up replicas in the round's assignment (state being copied before a move)"),
+                 ("actives restoring", "stateful active tasks on a client that is not yet caught up")]
+    else:
+        rows += [("revoked", "partitions members must give up this round (cooperative protocol)"),
+                 ("withheld", "partitions given to nobody this round while their owner revokes them")]
+    return "<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in rows) + "</dl>"
