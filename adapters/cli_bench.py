@@ -797,53 +797,64 @@ def _short_n(n: int) -> str:
 
 
 def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]) -> Path | None:
-    """Wall time against size, one panel per (kind, subscriptions, event), one line per assignor (no racks)."""
+    """Median wall time (ms) against size, one panel per (kind, subscriptions, event), one line per assignor
+    (no racks). A panel with a single size is a bar per assignor instead of a one-point line; log axes only
+    where the values span enough, with plain tick labels (ms)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:
+        from .report_base import _color, _from_zero, _log_axis, _marker, _pyplot
+        plt = _pyplot()
+    except Exception:  # noqa: BLE001 - no matplotlib: no plot
         return None
     panels = sorted({(r["kind"], r["subscriptions"], r["event"]) for r in records},
                     key=lambda k: (k[0], k[1], EVENTS.index(k[2]) if k[2] in EVENTS else 9))
     if not panels:
         return None
-    cols = 3
+    cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-    markers = dict(zip(ASSIGNORS, "osv^DPX"))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
     for ax, (kind, subs, event) in zip(axes.flat, panels):
+        mine = [r for r in records if (r["kind"], r["subscriptions"], r["event"]) == (kind, subs, event)
+                and r.get("wall_s") is not None and not r.get("error") and not r.get("racks")]
+        sizes = sorted({(r["size"], r["members"]) for r in mine})
+        unit = "tasks x clients" if kind == "streams" else "partitions x members"
+        ax.set_title(f"{kind}: {subs} subscriptions, {event}" if kind == "consumer" else f"{kind}: {subs}, {event}",
+                     fontsize=10)
+        ax.set_ylabel("wall time per solve (ms, median)")
+        ax.grid(True, alpha=0.3)
+        if len(sizes) == 1:
+            names = [a for a in assignors if any(r["assignor"] == a for r in mine)]
+            ms = [1000 * next(r["wall_s"] for r in mine if r["assignor"] == a) for a in names]
+            ax.bar(range(len(names)), ms, color=[_color(a) for a in names])
+            ax.set_xticks(range(len(names)), names, rotation=30, fontsize=8, ha="right")
+            p, m = sizes[0]
+            ax.set_xlabel(f"assignor ({unit}: {_short_n(p)} x {_short_n(m)})")
+            if ms and min(ms) > 0 and max(ms) >= 30 * min(ms):
+                _log_axis(ax, "y")
+            else:
+                _from_zero(ax, ms)
+            continue
+        ys: list[float] = []
         for a in assignors:
-            pts = sorted((r["size"] * r["members"], r["wall_s"]) for r in records
-                         if r["assignor"] == a and (r["kind"], r["subscriptions"], r["event"]) == (kind, subs, event)
-                         and r.get("wall_s") is not None and not r.get("error") and not r.get("racks"))
+            pts = sorted((r["size"] * r["members"], 1000 * r["wall_s"]) for r in mine if r["assignor"] == a)
             if not pts:
                 continue
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers.get(a, "o"), label=a,
+            ys += [p[1] for p in pts]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=_marker(a), color=_color(a), label=a,
                     linestyle="--" if a.startswith("kp-") else "-")
         ax.set_xscale("log")
-        ax.set_yscale("log")
-        sizes = sorted({(r["size"], r["members"]) for r in records
-                        if (r["kind"], r["subscriptions"], r["event"]) == (kind, subs, event)})
         ax.set_xticks([p * m for p, m in sizes], [f"{_short_n(p)}x{_short_n(m)}" for p, m in sizes],
                       rotation=30, fontsize=7)
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        ax.set_title(f"{kind}: {subs}, {event}", fontsize=10)
-        ax.set_xlabel("tasks x clients" if kind == "streams" else "partitions x members")
-        ax.set_ylabel("median wall time (s)")
-        ax.grid(True, which="both", alpha=0.3)
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+        ax.set_xlabel(unit)
+        if ys and min(ys) > 0 and max(ys) >= 30 * min(ys):
+            _log_axis(ax, "y")
+        else:
+            _from_zero(ax, ys)
+        if len(ax.get_legend_handles_labels()[1]) > 1:
+            ax.legend(fontsize=7, title="assignor", title_fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    handles, labels = [], []
-    for ax in axes.flat:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in labels:
-                handles.append(h)
-                labels.append(l)
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -50,7 +50,9 @@ def _save(fig, path: str | Path | None) -> bytes:
     return data
 
 
-_PALETTE = {"optimal": "#1f77b4", "sticky": "#ff7f0e", "range": "#2ca02c", "roundrobin": "#d62728"}
+_PALETTE = {"optimal": "#1f77b4", "sticky": "#ff7f0e", "range": "#2ca02c", "roundrobin": "#d62728",
+            "uniform": "#9467bd", "kip1071": "#8c564b", "kp-sticky": "#e6a25c", "kp-range": "#7fbf7b",
+            "kp-roundrobin": "#e7969c"}
 _EXTRA = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
