@@ -279,3 +279,118 @@ def test_unreadable_batch_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["report", str(path), "-o", str(tmp_path / "out"), "--no-pareto"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be read" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- pictures and pages a paper can use
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Every figure the plot functions close, kept open for inspection."""
+    import matplotlib.pyplot as plt
+
+    kept = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
+    yield kept
+    monkeypatch.undo()
+    plt.close("all")
+
+
+def _labelled(fig, name):
+    """Every panel in use names both axes; a panel with more than one labelled series has a legend; no tick
+    label is in scientific notation (``2.05x10^-3``)."""
+    fig.canvas.draw()
+    for i, ax in enumerate(fig.axes):
+        if not ax.axison:
+            continue
+        where = f"{name} panel {i} ({ax.get_title()!r})"
+        assert ax.get_xlabel().strip() and ax.get_ylabel().strip(), where
+        series = {h.get_label() for h in ax.get_legend_handles_labels()[0]}
+        if len(series) > 1:
+            assert ax.get_legend() is not None, where
+        for t in ax.get_xticklabels() + ax.get_yticklabels():
+            text = t.get_text()
+            assert "times" not in text and "^" not in text and "e-" not in text, f"{where}: tick {text!r}"
+
+
+def test_every_plot_is_labelled(batch, figures, tmp_path):
+    from stickyflow.adapters import cli_bench
+    from stickyflow.adapters.compare import compare
+    from stickyflow.datasets.simulator import preset, simulate
+
+    _, frame = batch
+    report.plot_metrics(frame)
+    report.plot_time_vs_size(frame)
+    report.plot_pareto(report.pareto_sweep(report.pareto_snapshots(3, 1), (0, 1, 100), CONSUMER_ASSIGNORS))
+    sc = preset("streams-learner", seed=1)
+    report.plot_simulation(simulate(sc.replace(rounds=6, events=[e for e in sc.events if e.round < 6]),
+                                    ["optimal", "sticky"]))
+    n_report = len(figures)
+    compare("suite:rack-outage", "optimal,sticky,range", tmp_path / "study", count=4, pareto_count=2)
+    assert len(figures) == n_report + 7  # five metrics against size, rounds, Pareto
+    records = [dict(kind=k, subscriptions=s, event="join", size=n, members=m, assignor=a, wall_s=0.001 * n / m + j,
+                    racks=0) for k, s in (("consumer", "equal"), ("streams", "stateful"))
+               for n, m in ((100, 10), (1000, 50))[: 2 if k == "consumer" else 1]
+               for j, a in enumerate(("optimal", "sticky"))]
+    cli_bench.plot(records, tmp_path / "bench.png", ["optimal", "sticky"])
+    for k, fig in enumerate(figures):
+        _labelled(fig, f"figure {k}")
+
+
+def _html_tables(page: str) -> list:
+    """The page's tables as DataFrames (header row first), read with the standard library's parser."""
+    from html.parser import HTMLParser
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.cell = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.tables.append([])
+            elif tag == "tr":
+                self.tables[-1].append([])
+            elif tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                self.tables[-1][-1].append(self.cell.strip())
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    parser = Tables()
+    parser.feed(page)
+    return [pd.DataFrame(t[1:], columns=t[0]) for t in parser.tables if t]
+
+
+def test_report_html_defines_metrics_fits_the_page_and_repeats_no_row(batch, tmp_path):
+    path, _ = batch
+    report.write_report(path, tmp_path / "r", pareto_count=3, pareto_seed=1, ratios=(0, 0.5, 1, 10, 100))
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "overflow-x:auto" in page and "max-width:100%" in page  # a wide table scrolls inside the page
+    assert "<dl>" in page and "<dt>moves</dt>" in page
+    tables = _html_tables(page)
+    sweep = next(t for t in tables if "ratios" in t.columns)
+    assert not sweep.duplicated(["kind", "assignor", "ratios"]).any()
+    # a greedy assignor gives one answer at every ratio: one row, not five
+    assert (sweep["assignor"] == "range").sum() == 1
+    assert sweep[sweep["assignor"] == "range"]["ratios"].iloc[0].startswith("all")
+
+
+def test_simulation_page_speaks_in_words_and_minutes(tmp_path):
+    from stickyflow.datasets.simulator import preset, simulate
+
+    sc = preset("streams-learner", seed=3)
+    sim = simulate(sc.replace(rounds=8, events=[e for e in sc.events if e.round < 8]), ["optimal"],
+                   readiness=["eager", "conservative"])
+    report.write_simulation_report(sim, tmp_path)
+    tables = _html_tables((tmp_path / "simulation.html").read_text(encoding="utf-8"))
+    conv = tables[0]
+    assert set(conv["warm-up readiness"]) == {"eager", "conservative"}
+    assert all(t == "at once" or t.endswith(" min") or t.startswith("never") for t in conv["time to converge"])
+    assert "None" not in conv.astype(str).values
+    assert "minutes since start" in tables[1].columns and "time_ms" not in tables[1].columns
