@@ -564,7 +564,7 @@ def compare(source: str | Source, assignors: Sequence[str] | str, out: str | Pat
         spark_version = spark.version
         say(f"Spark {spark.version} on {spark.sparkContext.master}; solving with {', '.join(names)}")
         df = _spark_rows(spark, worker, src, partitions)
-        _spark_write(df, results)
+        _spark_write(df, results, progress)
         stored = spark.read.parquet(str(results))
         tables = _spark_aggregate(stored)
         n_rows = int(sum(tables["summary"]["snapshots"].fillna(0)))
@@ -670,12 +670,25 @@ def _spark_rows(spark: Any, worker: _Worker, src: Source, partitions: int | None
     return snaps.mapInArrow(solve_texts, _spark_schema())
 
 
-def _spark_write(df: Any, path: Path) -> None:
-    from .spark import write_results
+def _spark_write(df: Any, path: Path, progress: Callable[[str], None] | None = None) -> None:
+    import uuid
+
+    from .spark import _ProgressWatcher, write_results
 
     if path.is_file():
         path.unlink()
-    write_results(df, str(path.resolve()))
+    sc = df.sparkSession.sparkContext
+    group = f"stickyflow-compare-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, "stickyflow compare")
+    watcher = _ProgressWatcher(sc, group, progress, every=10.0) if progress else None
+    if watcher:
+        watcher.start()
+    try:
+        write_results(df, str(path.resolve()))
+    finally:
+        if watcher:
+            watcher.stop()
+        sc.setLocalProperty("spark.jobGroup.id", None)
 
 
 def environment(spark_version: str | None = None) -> dict[str, Any]:

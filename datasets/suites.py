@@ -23,6 +23,7 @@ sizes cycle so that results can be plotted against size):
 ``standbys``       Streams with one or two standbys, racks and ``zone`` tags (KIP-708), lags skewed
 ``large``          10,000-partition consumer groups (100 and 1,000 members) and 10,000-task Streams apps
 ``headline``       the speed study: consumer groups of 1,000 partitions x 100 members and 1,000-task Streams apps, alternating
+``tiny``           12-partition groups and 8-task apps, every scenario in turn: the machinery at any count (100,000 and up)
 
 >>> [d["id"] for d in suite("kip")][:2]
 ['kip/consumer/kip54-example1-c1-leaves/0', 'kip/consumer/kip54-example2-c0-leaves/1']
@@ -300,6 +301,13 @@ def _headline(i: int, seed: int) -> dict[str, Any]:
     return _streams(i, seed, "headline", sc, 1_000, 50, 10, racks=3 if sc == "rack_outage" else 0)
 
 
+def _tiny(i: int, seed: int) -> dict[str, Any]:
+    sc = SCENARIOS[(i // 2) % len(SCENARIOS)]
+    if i % 2 == 0:
+        return _consumer(i, seed, "tiny", sc, 12, 3, 2)
+    return _streams(i, seed, "tiny", sc, 8, 3, 2)
+
+
 # name -> (make(i, seed), default count, description in one line)
 _INDEXED: dict[str, tuple[Callable[[int, int], dict[str, Any]], int, str]] = {
     "rolling": (_rolling, 16, "rolling restarts: static consumers with stale KIP-341 claims, Streams clients "
@@ -312,8 +320,9 @@ _INDEXED: dict[str, tuple[Callable[[int, int], dict[str, Any]], int, str]] = {
     "standbys": (_standbys, 16, "Streams with one or two standbys, racks, zone tags, skewed lags"),
     "large": (_large, 6, "10,000-partition consumer groups and 10,000-task Streams apps"),
     "headline": (_headline, 1_000, "1,000 x 100 consumer groups and 1,000-task Streams apps, alternating"),
+    "tiny": (_tiny, 1_000, "tiny snapshots of both kinds, every scenario: for testing the machinery at any count"),
 }
-STUDY_SUITES = tuple(n for n in _INDEXED if n != "headline")
+STUDY_SUITES = tuple(n for n in _INDEXED if n not in ("headline", "tiny"))
 SUITES.update({name: desc for name, (_, _, desc) in _INDEXED.items()})
 _FIXED_CACHE: dict[str, list[dict[str, Any]]] = {}
 
