@@ -335,6 +335,8 @@ def snapshot_rows(doc: Any, assignors: Sequence[str], *, suite: str | None = Non
         row.update(_result_fields(snap, result))
         if result.followup_rebalance_deadline_ms is None:
             row.update(rounds=1, converged=True, converge_moves=row["moves"], converge_min=0.0)
+        elif rounds == 1:  # nothing to play: the one rebalance asks for more
+            row.update(rounds=1, converged=False, converge_moves=row["moves"], converge_min=0.0)
         else:
             row.update(_play(snap, name, rounds, time_limit))
         out.append(row)
