@@ -6,6 +6,8 @@ and :meth:`Checker.raise_if_any` raises one :class:`InvalidSnapshotError` with a
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from .errors import InvalidSnapshotError, Problem
@@ -139,3 +141,44 @@ def _join(path: str, key: str) -> str:
 def join(path: str, key: str) -> str:
     """Public form of the path join used in field names (``topics["my-topic"]``)."""
     return _join(path, key)
+
+
+# --------------------------------------------------------------------------- snapshots built from Python objects
+#
+# The readers build snapshots they have already checked; a snapshot built directly from Python objects
+# is checked by writing it as JSON and reading it back, so that one set of rules (the reader's) decides
+# both ways in. The readers mark their own construction with :func:`reading`.
+
+_READING: ContextVar[bool] = ContextVar("stickyflow_reading", default=False)
+
+
+@contextmanager
+def reading():
+    """Within: snapshots under construction come from a reader that has checked them already."""
+    token = _READING.set(True)
+    try:
+        yield
+    finally:
+        _READING.reset(token)
+
+
+def built_by_reader() -> bool:
+    return _READING.get()
+
+
+def names(value: Any, field: str) -> tuple:
+    """A sequence field given as any list-like as a tuple; a lone string is refused (it would read as letters)."""
+    if type(value) is tuple:
+        return value
+    if isinstance(value, (str, bytes)):
+        raise InvalidSnapshotError(Problem(field, f"must be a list of names, not the single string {value!r}"))
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(value, key=str))
+    if isinstance(value, dict) or not hasattr(value, "__iter__"):
+        raise InvalidSnapshotError(Problem(field, f"must be a list, not {type(value).__name__}"))
+    return tuple(value)
+
+
+def same_type(value: Any, cls: type, field: str) -> None:
+    if not isinstance(value, cls):
+        raise InvalidSnapshotError(Problem(field, f"must be a {cls.__name__}, not {type(value).__name__}"))

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ._check import INT32_MAX, Checker, is_int, join
+from ._check import INT32_MAX, Checker, built_by_reader, is_int, join, names, reading, same_type
+from .errors import InvalidSnapshotError, Problem
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -52,6 +53,13 @@ class Topic:
     partitions: int
     racks: tuple[frozenset[str], ...] | None = None  # index = partition number
 
+    def __post_init__(self) -> None:
+        racks = self.racks
+        if racks is not None and type(racks) is not tuple or (racks and type(racks[0]) is not frozenset):
+            where = f'Topic(name={self.name!r}).racks'
+            object.__setattr__(self, "racks", tuple(frozenset(names(r, f"{where}[{i}]"))
+                                                    for i, r in enumerate(names(racks, where))))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Member:
@@ -63,6 +71,18 @@ class Member:
     generation: int | None = None  # None: unknown (the wire format's -1)
     owned: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: _EMPTY)
     instance_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.subscription) is not tuple:
+            object.__setattr__(self, "subscription", names(self.subscription, f"Member(id={self.id!r}).subscription"))
+        owned = self.owned
+        if owned is not _EMPTY and type(owned) is not MappingProxyType:
+            where = f"Member(id={self.id!r}).owned"
+            if not isinstance(owned, Mapping):
+                raise InvalidSnapshotError(Problem(where, f"must be a mapping of topic to partitions, "
+                                                          f"not {type(owned).__name__}"))
+            object.__setattr__(self, "owned", MappingProxyType(
+                {t: names(p, join(where, str(t))) for t, p in owned.items()}))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +105,10 @@ class ConsumerSnapshot:
     id: str | None = None
     now_ms: int = 0
     kind: str = field(default="consumer", init=False)
+
+    def __post_init__(self) -> None:
+        if not built_by_reader():
+            _check_objects(self)
 
     @property
     def rack_aware(self) -> bool:
@@ -127,6 +151,43 @@ class ConsumerSnapshot:
                 f"protocol={self.protocol!r})")
 
 
+def _check_objects(snap: ConsumerSnapshot) -> None:
+    """Check a snapshot built from Python objects by the reader's rules (write it as JSON, read it back).
+
+    Lists are taken wherever tuples are, and ``topics`` may be a list of :class:`Topic`; the checked,
+    normalized parts replace the given ones, so a snapshot never holds what the reader would refuse.
+    """
+    topics = snap.topics
+    if isinstance(topics, (list, tuple)):
+        for i, t in enumerate(topics):
+            same_type(t, Topic, f"topics[{i}]")
+        seen: dict[str, Topic] = {}
+        for i, t in enumerate(topics):
+            if t.name in seen:
+                raise InvalidSnapshotError(Problem(f"topics[{i}].name", f'must be unique ("{t.name}" appears twice)'))
+            seen[t.name] = t
+        topics = seen
+    elif not isinstance(topics, Mapping):
+        raise InvalidSnapshotError(Problem("topics", f"must be a mapping of name to Topic, not {type(topics).__name__}"))
+    for key, t in topics.items():
+        same_type(t, Topic, join("topics", str(key)))
+        if key != t.name:
+            raise InvalidSnapshotError(Problem(join("topics", str(key)) + ".name",
+                                               f"must be the key it is filed under ({key!r}), not {t.name!r}"))
+    members = names(snap.members, "members")
+    for i, m in enumerate(members):
+        same_type(m, Member, f"members[{i}]")
+    same_type(snap.config, ConsumerConfig, "config")
+    object.__setattr__(snap, "topics", topics)
+    object.__setattr__(snap, "members", members)
+    doc = consumer_to_json(snap)
+    if snap.now_ms != 0:  # written only when set: a wrong value must still reach the reader
+        doc["now_ms"] = snap.now_ms
+    parsed = parse_consumer(doc)
+    for name in ("topics", "members", "protocol", "config", "id", "now_ms"):
+        object.__setattr__(snap, name, getattr(parsed, name))
+
+
 # --------------------------------------------------------------------------- reading
 
 _CONFIG_KEYS = frozenset({"rack_aware", "traffic_cost", "non_overlap_cost"})
@@ -148,8 +209,9 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     config = _parse_config(doc, chk)
     if own_checker:
         chk.raise_if_any()
-    return ConsumerSnapshot(topics=topics, members=members, protocol=protocol, config=config,
-                            id=snap_id, now_ms=now_ms)
+    with reading():
+        return ConsumerSnapshot(topics=topics, members=members, protocol=protocol, config=config,
+                                id=snap_id, now_ms=now_ms)
 
 
 def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:

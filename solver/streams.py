@@ -43,7 +43,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ._check import Checker, is_int, join
+from ._check import Checker, built_by_reader, is_int, join, names, reading, same_type
+from .errors import InvalidSnapshotError, Problem
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -112,6 +113,10 @@ class TopicPartitionRef:
     partition: int
     racks: frozenset[str] | None = None
 
+    def __post_init__(self) -> None:
+        if self.racks is not None and type(self.racks) is not frozenset:
+            object.__setattr__(self, "racks", frozenset(names(self.racks, "TopicPartitionRef.racks")))
+
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"topic": self.topic, "partition": self.partition}
         if self.racks is not None:
@@ -128,6 +133,12 @@ class Task:
     end_offset_sum: int = 0
     input_partitions: tuple[TopicPartitionRef, ...] = ()
     changelog_partitions: tuple[TopicPartitionRef, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("input_partitions", "changelog_partitions"):
+            value = getattr(self, name)
+            if type(value) is not tuple:
+                object.__setattr__(self, name, names(value, f"Task(id={self.id!r}).{name}"))
 
     @property
     def subtopology(self) -> int:
@@ -157,6 +168,21 @@ class Client:
     previous_standby: tuple[str, ...] = ()
     lags: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     running: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        where = f"Client(process_id={self.process_id!r})"
+        for name in ("previous_active", "previous_standby"):
+            value = getattr(self, name)
+            if type(value) is not tuple:
+                object.__setattr__(self, name, names(value, f"{where}.{name}"))
+        if type(self.running) is not frozenset:
+            object.__setattr__(self, "running", frozenset(names(self.running, f"{where}.running")))
+        for name in ("tags", "lags"):
+            value = getattr(self, name)
+            if type(value) is not MappingProxyType:
+                if not isinstance(value, Mapping):
+                    raise InvalidSnapshotError(Problem(f"{where}.{name}", f"must be a mapping, not {type(value).__name__}"))
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
 
     def lag(self, task: Task) -> int:
         """Offset lag of this client's local state for ``task``: the one lag rule (see the module docstring).
@@ -205,6 +231,11 @@ class StreamsConfig:
     rack_aware_assignment_non_overlap_cost: int | None = None
     rack_aware_assignment_tags: tuple[str, ...] = ()
     rebalancing_mode: str = "warmup"
+
+    def __post_init__(self) -> None:
+        if type(self.rack_aware_assignment_tags) is not tuple:
+            object.__setattr__(self, "rack_aware_assignment_tags",
+                               names(self.rack_aware_assignment_tags, "StreamsConfig.rack_aware_assignment_tags"))
 
     def traffic_cost(self, *, stateless: bool = False) -> int:
         """The traffic cost in force: the config's, else Kafka's default (10; 1 for stateless tasks)."""
@@ -304,6 +335,10 @@ class StreamsSnapshot:
     now_ms: int = 0
     kind: str = field(default="streams", init=False)
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # derived data, built once
+
+    def __post_init__(self) -> None:
+        if not built_by_reader():
+            _check_objects(self)
 
     @property
     def index(self) -> StreamsIndex:
@@ -413,7 +448,33 @@ def parse_streams(doc: Mapping[str, Any], chk: Checker | None = None) -> Streams
     config = _parse_config(doc, chk)
     if own_checker:
         chk.raise_if_any()
-    return StreamsSnapshot(tasks=tasks, clients=clients, config=config, id=snap_id, now_ms=now_ms or 0)
+    with reading():
+        return StreamsSnapshot(tasks=tasks, clients=clients, config=config, id=snap_id, now_ms=now_ms or 0)
+
+
+def _check_objects(snap: StreamsSnapshot) -> None:
+    """Check a snapshot built from Python objects by the reader's rules (write it as JSON, read it back).
+
+    Lists are taken wherever tuples are; the checked, normalized parts replace the given ones.
+    """
+    tasks = names(snap.tasks, "tasks")
+    for i, t in enumerate(tasks):
+        same_type(t, Task, f"tasks[{i}]")
+        for name in ("input_partitions", "changelog_partitions"):
+            for j, p in enumerate(getattr(t, name)):
+                same_type(p, TopicPartitionRef, f"tasks[{i}].{name}[{j}]")
+    clients = names(snap.clients, "clients")
+    for i, c in enumerate(clients):
+        same_type(c, Client, f"clients[{i}]")
+    same_type(snap.config, StreamsConfig, "config")
+    object.__setattr__(snap, "tasks", tasks)
+    object.__setattr__(snap, "clients", clients)
+    doc = streams_to_json(snap)
+    if snap.now_ms != 0:
+        doc["now_ms"] = snap.now_ms
+    parsed = parse_streams(doc)
+    for name in ("tasks", "clients", "config", "id", "now_ms"):
+        object.__setattr__(snap, name, getattr(parsed, name))
 
 
 def _parse_partitions(spec: Mapping[str, Any], key: str, path: str, chk: Checker,

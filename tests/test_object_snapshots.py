@@ -1,0 +1,122 @@
+"""Snapshots built from Python objects are checked as strictly as JSON (issue 15, item 4).
+
+Each case builds a snapshot the way a Python user would and expects either the reader's
+error, naming the field, or a snapshot equal to the one read from the same JSON.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import stickyflow
+from stickyflow.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, consumer_to_json, parse_consumer
+from stickyflow.errors import InvalidSnapshotError
+from stickyflow.registry import register_assignor, unregister_assignor
+from stickyflow.result import Decision
+from stickyflow.streams import Client, StreamsConfig, StreamsSnapshot, Task, TopicPartitionRef
+
+ORDERS = Topic(name="orders", partitions=3)
+
+
+def _field(exc: pytest.ExceptionInfo) -> str:
+    return exc.value.problems[0].field
+
+
+@pytest.mark.parametrize("build, field", [
+    (lambda: ConsumerSnapshot(topics={"orders": ORDERS}, members=(Member(id="a", subscription=("orders",)),
+                                                                  Member(id="a", subscription=("orders",)))),
+     "members[1].id"),
+    (lambda: ConsumerSnapshot(topics={"orders": Topic(name="orders", partitions=0)}, members=()),
+     "topics.orders.partitions"),
+    (lambda: ConsumerSnapshot(topics={"orders": Topic(name="orders", partitions=-4)}, members=()),
+     "topics.orders.partitions"),
+    (lambda: ConsumerSnapshot(topics={"orders": Topic(name="orders", partitions=2**31)}, members=()),
+     "topics.orders.partitions"),
+    (lambda: ConsumerSnapshot(topics={"payments": ORDERS}, members=()), "topics.payments.name"),
+    (lambda: ConsumerSnapshot(topics=[ORDERS, ORDERS], members=()), "topics[1].name"),
+    (lambda: ConsumerSnapshot(topics={"orders": {"partitions": 3}}, members=()), "topics.orders"),
+    (lambda: ConsumerSnapshot(topics={"orders": ORDERS}, members=({"id": "a"},)), "members[0]"),
+    (lambda: ConsumerSnapshot(topics={"orders": ORDERS}, members=(Member(id="a", subscription=("orders",),
+                                                                         owned={"orders": (0, -1)}),)),
+     'members[0].owned.orders[1]'),
+    (lambda: ConsumerSnapshot(topics={"orders": ORDERS}, members=(), protocol="coop"), "protocol"),
+    (lambda: ConsumerSnapshot(topics={"orders": ORDERS}, members=(), config=ConsumerConfig(traffic_cost=-1)),
+     "config.traffic_cost"),
+    (lambda: Member(id="a", subscription="orders"), "Member(id='a').subscription"),
+    (lambda: Topic(name="orders", partitions=2, racks=("r1", "r2")), "Topic(name='orders').racks[0]"),
+])
+def test_consumer_objects_are_checked_like_json(build, field):
+    with pytest.raises(InvalidSnapshotError) as exc:
+        build()
+    assert _field(exc) == field
+
+
+def test_consumer_objects_accept_lists_and_equal_the_json_reading():
+    snap = ConsumerSnapshot(
+        topics=[Topic(name="orders", partitions=3, racks=[["r1"], ["r2"], []])],
+        members=[Member(id="a", subscription=["orders"], rack="r1", owned={"orders": [0, 1]}, generation=2),
+                 Member(id="b", subscription=["orders"], rack="r2")],
+        protocol="cooperative")
+    assert isinstance(snap.members, tuple) and isinstance(snap.members[0].subscription, tuple)
+    assert snap.members[0].owned["orders"] == (0, 1)
+    assert snap.topics["orders"].racks == (frozenset({"r1"}), frozenset({"r2"}), frozenset())
+    again = parse_consumer(consumer_to_json(snap))
+    assert consumer_to_json(again) == consumer_to_json(snap)
+    result = stickyflow.assign(snap)
+    assert result.error == "NONE"
+    # cooperative: a partition that changes owner is withheld this round, so the whole decision is the target
+    assert sorted(p for parts in result.target.values() for p in parts.get("orders", ())) == [0, 1, 2]
+
+
+def test_a_missing_partition_never_reports_error_none():
+    """A custom assignor that drops a partition: the result must say so, not NONE."""
+    def drop_last(snap, options):
+        first = snap.members[0].id
+        return Decision(assignment={first: {"orders": range(snap.topics["orders"].partitions - 1)}},
+                        method="custom", status="heuristic")
+
+    register_assignor("drop-last", drop_last, kinds=("consumer",))
+    try:
+        snap = ConsumerSnapshot(topics={"orders": ORDERS}, members=[Member(id="a", subscription=["orders"])])
+        with pytest.raises(stickyflow.InvalidAssignmentError, match="PARTITION_UNASSIGNED"):
+            stickyflow.assign(snap, assignor="drop-last")
+    finally:
+        unregister_assignor("drop-last")
+
+
+TASKS = [Task(id="0_0", stateful=True, end_offset_sum=100), Task(id="0_1", stateful=False)]
+
+
+@pytest.mark.parametrize("build, field", [
+    (lambda: StreamsSnapshot(tasks=TASKS, clients=[Client(process_id="a"), Client(process_id="a")]),
+     "clients[1].process_id"),
+    (lambda: StreamsSnapshot(tasks=TASKS + [Task(id="0_0", stateful=False)], clients=[Client(process_id="a")]),
+     "tasks[2].id"),
+    (lambda: StreamsSnapshot(tasks=[Task(id="zero", stateful=True)], clients=[Client(process_id="a")]),
+     "tasks[0].id"),
+    (lambda: StreamsSnapshot(tasks=TASKS, clients=[Client(process_id="a", threads=0)]), "clients[0].threads"),
+    (lambda: StreamsSnapshot(tasks=TASKS, clients=[Client(process_id="a", lags={"0_0": -7})]),
+     'clients[0].lags["0_0"]'),
+    (lambda: StreamsSnapshot(tasks=TASKS, clients=[Client(process_id="a")],
+                             config=StreamsConfig(balance_factor=0)), "config.balance_factor"),
+    (lambda: StreamsSnapshot(tasks=TASKS, clients=["a"]), "clients[0]"),
+    (lambda: Client(process_id="a", previous_active="0_0"), "Client(process_id='a').previous_active"),
+])
+def test_streams_objects_are_checked_like_json(build, field):
+    with pytest.raises(InvalidSnapshotError) as exc:
+        build()
+    assert _field(exc) == field
+
+
+def test_streams_objects_accept_lists_and_solve():
+    snap = StreamsSnapshot(
+        tasks=[Task(id="0_0", stateful=True, end_offset_sum=100,
+                    input_partitions=[TopicPartitionRef(topic="in", partition=0, racks=["r1"])]),
+               Task(id="0_1", stateful=False)],
+        clients=[Client(process_id="a", previous_active=["0_0"], rack="r1"), Client(process_id="b", rack="r2")],
+        config=StreamsConfig(num_standby_replicas=1))
+    assert snap.clients[0].running == frozenset({"0_0"})  # derived by the reader's rule
+    assert snap.tasks[0].input_partitions[0].racks == frozenset({"r1"})
+    result = stickyflow.assign(snap)
+    assert result.error == "NONE"
+    assert sorted(t for a in result.assignment.values() for t in a.active) == ["0_0", "0_1"]
