@@ -207,11 +207,31 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     topics = _parse_topics(doc, chk)
     members = _parse_members(doc, chk)
     config = _parse_config(doc, chk)
+    _check_limits(topics, members, chk)
     if own_checker:
         chk.raise_if_any()
     with reading():
         return ConsumerSnapshot(topics=topics, members=members, protocol=protocol, config=config,
                                 id=snap_id, now_ms=now_ms)
+
+
+def _check_limits(topics: Mapping[str, Topic], members: tuple[Member, ...], chk: Checker) -> None:
+    """The size limits of one solve (:mod:`stickyflow.limits`), checked before anything is built from the sizes."""
+    from . import limits
+
+    total = sum(t.partitions for t in topics.values())
+    if total > limits.MAX_PARTITIONS:
+        big = max(topics.values(), key=lambda t: t.partitions)
+        where = join("topics", big.name) + ".partitions" if big.partitions > limits.MAX_PARTITIONS else "topics"
+        chk.fail(where, f"{total:,} partitions in all: one solve takes at most {limits.MAX_PARTITIONS:,} "
+                        "(stickyflow.limits.MAX_PARTITIONS)")
+    if len(members) > limits.MAX_MEMBERS:
+        chk.fail("members", f"{len(members):,} members: one solve takes at most {limits.MAX_MEMBERS:,} "
+                            "(stickyflow.limits.MAX_MEMBERS)")
+    pairs = sum(len(m.subscription) for m in members)
+    if pairs > limits.MAX_SUBSCRIPTIONS:
+        chk.fail("members", f"{pairs:,} (member, topic) subscriptions: one solve takes at most "
+                            f"{limits.MAX_SUBSCRIPTIONS:,} (stickyflow.limits.MAX_SUBSCRIPTIONS)")
 
 
 def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:

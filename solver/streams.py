@@ -446,10 +446,26 @@ def parse_streams(doc: Mapping[str, Any], chk: Checker | None = None) -> Streams
     tasks = _parse_tasks(doc, chk)
     clients = _parse_clients(doc, chk)
     config = _parse_config(doc, chk)
+    _check_limits(tasks, clients, chk)
     if own_checker:
         chk.raise_if_any()
     with reading():
         return StreamsSnapshot(tasks=tasks, clients=clients, config=config, id=snap_id, now_ms=now_ms or 0)
+
+
+def _check_limits(tasks: tuple[Task, ...], clients: tuple[Client, ...], chk: Checker) -> None:
+    """The size limits of one solve (:mod:`stickyflow.limits`), checked before anything is built from the sizes."""
+    from . import limits
+
+    if len(tasks) > limits.MAX_TASKS:
+        chk.fail("tasks", f"{len(tasks):,} tasks: one solve takes at most {limits.MAX_TASKS:,} "
+                          "(stickyflow.limits.MAX_TASKS)")
+    if len(clients) > limits.MAX_CLIENTS:
+        chk.fail("clients", f"{len(clients):,} clients: one solve takes at most {limits.MAX_CLIENTS:,} "
+                            "(stickyflow.limits.MAX_CLIENTS)")
+    elif len(tasks) * len(clients) > limits.MAX_TASK_CLIENT_PAIRS:
+        chk.fail("tasks", f"{len(tasks):,} tasks x {len(clients):,} clients: one solve takes at most "
+                          f"{limits.MAX_TASK_CLIENT_PAIRS:,} pairs (stickyflow.limits.MAX_TASK_CLIENT_PAIRS)")
 
 
 def _check_objects(snap: StreamsSnapshot) -> None:
