@@ -59,6 +59,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         _importable_from_here()
     data = sys.stdin.buffer.read() if args.snapshot == "-" else None
     snap = loads_snapshot(data) if data is not None else stickyflow.load_snapshot(args.snapshot)
+    for line in snap.warnings:
+        print(f"stickyflow: warning: {line}", file=sys.stderr)
     if args.time_limit is not None and not args.time_limit > 0:
         raise stickyflow.InvalidSnapshotError(stickyflow.Problem("--time-limit", "must be a number of seconds > 0"))
     result = stickyflow.assign(snap, args.assignor, time_limit=args.time_limit, method=args.method,

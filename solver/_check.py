@@ -24,10 +24,43 @@ def is_int(value: Any) -> bool:
 class Checker:
     """Collects :class:`Problem` s while a reader walks a snapshot."""
 
-    __slots__ = ("problems",)
+    __slots__ = ("problems", "_unknown")
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
+        self._unknown: dict[tuple[str, str], list] = {}  # (where, key) -> [first path, count, allowed]
+
+    def extra_keys(self, obj: dict, allowed: frozenset[str], path: str, where: str | None = None) -> None:
+        """Note the keys of ``obj`` outside ``allowed``: kept as warnings, not problems (the spec ignores them).
+
+        ``where`` groups repeats (``members[*]``) so that a typo in every member is one warning, with a count.
+        """
+        if obj.keys() <= allowed:  # the common case, in C
+            return
+        for key in obj.keys() - allowed:
+            slot = self._unknown.get((where or path, key))
+            if slot is None:
+                self._unknown[(where or path, key)] = [_join(path, key), 1, allowed]
+            else:
+                slot[1] += 1
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One line per unknown field: where, and the nearest known name when there is one."""
+        if not self._unknown:
+            return ()
+        import difflib
+
+        out = []
+        for (_, key), (first, count, allowed) in sorted(self._unknown.items(), key=lambda kv: kv[1][0]):
+            near = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+            text = f"{first}: unknown field, ignored"
+            if near:
+                text += f' (did you mean "{near[0]}"?)'
+            if count > 1:
+                text += f"; {count - 1} more like it"
+            out.append(text)
+        return tuple(out)
 
     def fail(self, field: str, rule: str) -> None:
         self.problems.append(Problem(field, rule))

@@ -130,6 +130,7 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
         metrics=MappingProxyType(dict(finished.metrics)),
         target=_read_only(finished.target),
         protocol=getattr(snap, "protocol", None),
+        warnings=getattr(snap, "warnings", ()),
     )
 
 

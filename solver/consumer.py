@@ -105,6 +105,8 @@ class ConsumerSnapshot:
     id: str | None = None
     now_ms: int = 0
     kind: str = field(default="consumer", init=False)
+    #: unknown fields the reader ignored, one line each (see ``AssignmentResult.warnings``)
+    warnings: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not built_by_reader():
@@ -191,6 +193,9 @@ def _check_objects(snap: ConsumerSnapshot) -> None:
 # --------------------------------------------------------------------------- reading
 
 _CONFIG_KEYS = frozenset({"rack_aware", "traffic_cost", "non_overlap_cost"})
+_TOP_KEYS = frozenset({"format", "kind", "id", "now_ms", "protocol", "topics", "members", "config"})
+_TOPIC_KEYS = frozenset({"partitions", "racks"})
+_MEMBER_KEYS = frozenset({"id", "subscription", "rack", "generation", "owned", "instance_id"})
 
 
 def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> ConsumerSnapshot:
@@ -200,6 +205,7 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     """
     own_checker = chk is None
     chk = chk or Checker()
+    chk.extra_keys(doc, _TOP_KEYS, "")
     snap_id = chk.string(doc, "id", "", required=False)
     now_ms = chk.integer(doc, "now_ms", "", required=False, default=0)
     protocol = chk.choice(doc, "protocol", "", ("eager", "cooperative"), default="eager")
@@ -211,8 +217,11 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     if own_checker:
         chk.raise_if_any()
     with reading():
-        return ConsumerSnapshot(topics=topics, members=members, protocol=protocol, config=config,
+        snap = ConsumerSnapshot(topics=topics, members=members, protocol=protocol, config=config,
                                 id=snap_id, now_ms=now_ms)
+    if chk.warnings:
+        object.__setattr__(snap, "warnings", chk.warnings)
+    return snap
 
 
 def _check_limits(topics: Mapping[str, Topic], members: tuple[Member, ...], chk: Checker) -> None:
@@ -245,6 +254,7 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
         if not isinstance(spec, dict):
             chk.fail(path, "must be an object")
             continue
+        chk.extra_keys(spec, _TOPIC_KEYS, path, "topics[*]")
         n = chk.integer(spec, "partitions", path, minimum=1, maximum=INT32_MAX)
         racks_raw = chk.array(spec, "racks", path, required=False)
         racks = None
@@ -280,6 +290,7 @@ def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[Member, ...]:
         if not isinstance(m, dict):
             chk.fail(path, "must be an object")
             continue
+        chk.extra_keys(m, _MEMBER_KEYS, path, "members[*]")
         mid = chk.string(m, "id", path)
         if mid is not None:
             if mid in seen:

@@ -95,6 +95,8 @@ class AssignmentResult:
     metrics: Mapping[str, Any]
     target: Mapping[str, Any] | None = field(default=None, repr=False)
     protocol: str | None = None
+    #: unknown snapshot fields the reader ignored, one line each (nearest known name included); not in the JSON
+    warnings: tuple[str, ...] = ()
 
     @property
     def status(self) -> str:

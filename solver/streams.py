@@ -334,6 +334,8 @@ class StreamsSnapshot:
     id: str | None = None
     now_ms: int = 0
     kind: str = field(default="streams", init=False)
+    #: unknown fields the reader ignored, one line each (see ``AssignmentResult.warnings``)
+    warnings: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # derived data, built once
 
     def __post_init__(self) -> None:
@@ -430,6 +432,9 @@ class ClientAssignment:
 # --------------------------------------------------------------------------- reading
 
 _TASK_KEYS = frozenset({"id", "stateful", "end_offset_sum", "input_partitions", "changelog_partitions"})
+_TOP_KEYS = frozenset({"format", "kind", "id", "now_ms", "tasks", "clients", "config"})
+_CLIENT_KEYS = frozenset({"process_id", "threads", "rack", "tags", "previous_active", "previous_standby", "lags"})
+_PARTITION_KEYS = frozenset({"topic", "partition", "racks"})
 _CONFIG_KEYS = frozenset(StreamsConfig().to_json())
 
 
@@ -441,6 +446,7 @@ def parse_streams(doc: Mapping[str, Any], chk: Checker | None = None) -> Streams
     """
     own_checker = chk is None
     chk = chk or Checker()
+    chk.extra_keys(doc, _TOP_KEYS, "")
     snap_id = chk.string(doc, "id", "", required=False)
     now_ms = chk.integer(doc, "now_ms", "", required=False, default=0)
     tasks = _parse_tasks(doc, chk)
@@ -450,7 +456,10 @@ def parse_streams(doc: Mapping[str, Any], chk: Checker | None = None) -> Streams
     if own_checker:
         chk.raise_if_any()
     with reading():
-        return StreamsSnapshot(tasks=tasks, clients=clients, config=config, id=snap_id, now_ms=now_ms or 0)
+        snap = StreamsSnapshot(tasks=tasks, clients=clients, config=config, id=snap_id, now_ms=now_ms or 0)
+    if chk.warnings:
+        object.__setattr__(snap, "warnings", chk.warnings)
+    return snap
 
 
 def _check_limits(tasks: tuple[Task, ...], clients: tuple[Client, ...], chk: Checker) -> None:
@@ -504,6 +513,7 @@ def _parse_partitions(spec: Mapping[str, Any], key: str, path: str, chk: Checker
         if not isinstance(p, dict):
             chk.fail(ppath, "must be an object")
             continue
+        chk.extra_keys(p, _PARTITION_KEYS, ppath, f"tasks[*].{key}[*]")
         topic = chk.string(p, "topic", ppath)
         part = chk.integer(p, "partition", ppath, minimum=0)
         racks_raw = p.get("racks")  # absent or null: unknown
@@ -533,6 +543,7 @@ def _parse_tasks(doc: Mapping[str, Any], chk: Checker) -> tuple[Task, ...]:
         if not isinstance(t, dict):
             chk.fail(path, "must be an object")
             continue
+        chk.extra_keys(t, _TASK_KEYS, path, "tasks[*]")
         tid = chk.string(t, "id", path)
         if tid is not None:
             if parse_task_id(tid) is None:
@@ -565,6 +576,7 @@ def _parse_clients(doc: Mapping[str, Any], chk: Checker) -> tuple[Client, ...]:
         if not isinstance(c, dict):
             chk.fail(path, "must be an object")
             continue
+        chk.extra_keys(c, _CLIENT_KEYS, path, "clients[*]")
         pid = chk.string(c, "process_id", path)
         if pid is not None:
             if pid in seen:
