@@ -27,6 +27,7 @@ pandas is imported inside the functions (install ``stickyflow[pandas]``);
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -44,6 +45,7 @@ __all__ = [
     "results_frame",
     "frame_results",
     "solve_frame",
+    "assignment_frame",
 ]
 
 # name -> pandas dtype of a batch row (nullable, so that error rows fit); Spark and Parquet use the same names
@@ -198,7 +200,8 @@ def _typed_frame(rows: list[dict[str, Any]], columns: Mapping[str, str]):
 def snapshots_frame(snapshots: Iterable[Any]):
     """A frame with one row per snapshot: ``id``, ``kind``, ``source`` and the JSON text in ``snapshot``.
 
-    ``snapshots`` may hold spec dicts, snapshot objects, JSON text, or
+    ``snapshots`` may hold whatever :func:`stickyflow.assign` takes (spec dicts,
+    snapshot objects, JSON text, paths: the path becomes ``source``) or
     :class:`stickyflow.datasets.Record` s (their ``source`` is kept).
 
     >>> from stickyflow.datasets import suite
@@ -212,6 +215,8 @@ def snapshots_frame(snapshots: Iterable[Any]):
         source = None
         if isinstance(s, Record):
             source, s = s.source, s.text
+        elif isinstance(s, os.PathLike) or (isinstance(s, str) and not s.lstrip().startswith(("{", "["))):
+            source = str(s)
         text, ident, kind = _as_row(s)
         rows.append({"id": ident, "kind": kind, "source": source,
                      "snapshot": text.decode() if isinstance(text, bytes) else text})
@@ -283,6 +288,44 @@ def solve_frame(snapshots: Any, assignors: Sequence[str] = ("optimal", "sticky")
         rows += solve_text(text, assignors, source=_text_or_none(source), time_limit=time_limit, seed=seed,
                            num_workers=num_workers, include_result=include_result)
     return _typed_frame(rows, _columns(include_result))
+
+
+def assignment_frame(result: Any):
+    """Who gets what, one row per assigned item: the table to filter, join and plot.
+
+    Consumer groups: ``member``, ``topic``, ``partition`` and ``this_round``
+    (false for a partition a cooperative round withholds until its owner has
+    revoked it: it is in ``result.target`` but in nobody's ``assignment`` yet).
+    Streams: ``client``, ``task`` and ``role`` (``active``, ``standby``, ``warmup``).
+
+    >>> import stickyflow
+    >>> from stickyflow.datasets import suite
+    >>> f = assignment_frame(stickyflow.assign(suite("kip")[2]))
+    >>> f.groupby("member")["partition"].count().to_dict()
+    {'C0': 2, 'C1': 1, 'C2': 1}
+    """
+    import numpy as np
+
+    pd = _pd()
+    if result.kind == "streams":
+        rows = [(pid, tid, role) for pid, ca in result.assignment.items()
+                for role in ("active", "standby", "warmup") for tid in getattr(ca, role)]
+        frame = pd.DataFrame(rows, columns=["client", "task", "role"])
+        return frame.astype({"client": "string", "task": "string", "role": "string"})
+    whole = result.target if result.target is not None else result.assignment
+    members, topics, parts, now = [], [], [], []
+    for member, by_topic in whole.items():
+        given = result.assignment.get(member, {})
+        for topic, ps in by_topic.items():
+            arr = np.asarray(ps, dtype=np.int64)
+            members.append(np.full(len(arr), member, dtype=object))
+            topics.append(np.full(len(arr), topic, dtype=object))
+            parts.append(arr)
+            now.append(np.isin(arr, np.asarray(given.get(topic, ()), dtype=np.int64)))
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.array([], dtype=dt))
+    return pd.DataFrame({"member": pd.array(cat(members, object), dtype="string"),
+                         "topic": pd.array(cat(topics, object), dtype="string"),
+                         "partition": cat(parts, np.int64), "this_round": cat(now, bool)})
 
 
 def _columns(include_result: bool) -> dict[str, str]:

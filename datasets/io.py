@@ -181,7 +181,17 @@ def peek_id_kind(text: str | bytes) -> tuple[str | None, str | None]:
 # --------------------------------------------------------------------------- helpers
 
 def _as_row(s: Any) -> tuple[str | bytes, str | None, str | None]:
-    """(JSON text, id, kind) of a snapshot given as text, a dict or a snapshot object."""
+    """(JSON text, id, kind) of a snapshot given as text, a path, a dict or a snapshot object.
+
+    As in :func:`stickyflow.as_snapshot`: a string that starts with ``{`` (or ``[``, JSON that is no
+    snapshot, kept so its row can say so) is JSON text, any other string (or a ``Path``) names a file,
+    which is read here.
+    """
+    if isinstance(s, os.PathLike) or (isinstance(s, str) and not s.lstrip().startswith(("{", "["))):
+        try:
+            s = Path(s).read_bytes()
+        except OSError as exc:
+            raise InvalidSnapshotError(Problem("snapshot", f"cannot be read from {str(s)!r} ({exc.strerror})")) from None
     if isinstance(s, (str, bytes)):
         return (s, *peek_id_kind(s))
     if not isinstance(s, dict):

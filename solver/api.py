@@ -33,7 +33,7 @@ from .consumer_check import (ArrayAssignment, as_array_assignment, cooperative_s
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
 from .registry import SolveOptions, get_assignor
-from .result import AssignmentResult, Decision, Finished, SolverInfo
+from .result import AssignmentResult, Decision, Finished, ReadOnlyDict, SolverInfo
 from .snapshot import as_snapshot
 
 __all__ = ["assign", "finish_consumer", "FALLBACK_ASSIGNOR"]
@@ -127,7 +127,7 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
         error="NONE",
         solver=SolverInfo(method=decision.method, status=decision.status, reason=decision.reason,
                           objective=decision.objective, bound=decision.bound, wall_s=wall),
-        metrics=MappingProxyType(dict(finished.metrics)),
+        metrics=ReadOnlyDict(finished.metrics),
         target=_read_only(finished.target),
         protocol=getattr(snap, "protocol", None),
         warnings=getattr(snap, "warnings", ()),

@@ -19,11 +19,36 @@ __all__ = [
     "Decision",
     "Violation",
     "AssignmentResult",
+    "ReadOnlyDict",
 ]
 
 RESULT_FORMAT = "stickyflow.result/1"
 STATUSES = ("optimal", "feasible", "heuristic", "fallback")
 _EMPTY: Mapping = MappingProxyType({})
+
+
+class ReadOnlyDict(dict):
+    """A dict that refuses changes: a result's ``metrics``, readable by anything that takes a dict.
+
+    >>> import pandas as pd
+    >>> m = ReadOnlyDict(moves=1, imbalance=0)
+    >>> pd.json_normalize([m]).to_dict("records")
+    [{'moves': 1, 'imbalance': 0}]
+    >>> m["moves"] = 0
+    Traceback (most recent call last):
+    ...
+    TypeError: a result is read-only: metrics cannot change
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a result is read-only: metrics cannot change")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self):  # pickles (Spark ships results between processes) as a read-only dict again
+        return (ReadOnlyDict, (dict(self),))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

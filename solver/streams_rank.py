@@ -75,13 +75,26 @@ class RebalanceCheck:
         return bool(self.available)
 
 
-def rank(snapshot: StreamsSnapshot, tasks: Iterable[str] | None = None) -> dict[str, tuple[RankedClient, ...]]:
+def _streams(snapshot: Any) -> StreamsSnapshot:
+    """What :func:`stickyflow.assign` accepts (object, dict, JSON text, path), as a Streams snapshot."""
+    from .errors import InvalidSnapshotError, Problem
+    from .snapshot import as_snapshot
+
+    snap = as_snapshot(snapshot)
+    if snap.kind != "streams":
+        raise InvalidSnapshotError(Problem("kind", f'must be "streams" here (lags and ranks are a Streams idea), '
+                                                   f'not "{snap.kind}"'))
+    return snap
+
+
+def rank(snapshot: Any, tasks: Iterable[str] | None = None) -> dict[str, tuple[RankedClient, ...]]:
     """Every stateful task (or those of ``tasks``) -> its clients ranked by lag, caught-up ones first as rank 0.
 
+    ``snapshot`` is anything :func:`stickyflow.assign` takes (a snapshot, a dict, JSON text, a path).
     Ties within a rank go by process id. Cost: tasks x clients objects; pass
     ``tasks`` on big applications.
     """
-    snap = snapshot
+    snap = _streams(snapshot)
     arl = snap.config.acceptable_recovery_lag
     wanted = None if tasks is None else set(tasks)
     out: dict[str, tuple[RankedClient, ...]] = {}
@@ -98,9 +111,10 @@ def rank(snapshot: StreamsSnapshot, tasks: Iterable[str] | None = None) -> dict[
     return out
 
 
-def should_rebalance(snapshot: StreamsSnapshot, assignment: Mapping[str, Any] | None = None) -> RebalanceCheck:
+def should_rebalance(snapshot: Any, assignment: Mapping[str, Any] | None = None) -> RebalanceCheck:
     """Propose the balanced assignment and report the movements that can happen now.
 
+    ``snapshot`` is anything :func:`stickyflow.assign` takes.
     ``assignment`` (process id -> ``ClientAssignment`` or role mapping) is the
     current one; by default the clients' ``previous_active`` tasks. A movement
     is available when its destination is among the task's top-ranked
@@ -108,7 +122,7 @@ def should_rebalance(snapshot: StreamsSnapshot, assignment: Mapping[str, Any] | 
     """
     from .streams_ha import HAState, balanced_target
 
-    snap = snapshot
+    snap = _streams(snapshot)
     st = HAState(snap)
     idx = snap.index
     current: dict[str, str] = {}
