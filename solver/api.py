@@ -6,7 +6,9 @@ the result and returns an :class:`AssignmentResult`. If an optimizing assignor
 is missing, times out without a solution, proves the problem infeasible,
 crashes, or returns something invalid, the greedy ``sticky`` assignor stands in
 and ``result.solver.status == "fallback"`` with the reason. A result that did
-not pass the validity check is never returned.
+not pass the validity check is never returned; for a custom streams assignor
+(KIP-924) that check is KIP-924's own validation, and the high-availability
+rules it breaks are listed in ``metrics["broken_rules"]``.
 
 >>> import stickyflow
 >>> r = stickyflow.assign({"format": "stickyflow.snapshot/1", "kind": "consumer",
@@ -77,7 +79,8 @@ def assign(snapshot: Any, assignor: str = "optimal", *, time_limit: float | None
 
 
 def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback: bool) -> AssignmentResult:
-    finish = _finisher(snap.kind)
+    finish = _finisher(snap.kind, spec)
+    custom = finish is not _finisher(snap.kind)  # KIP-924: a custom streams assignor meets KIP-924's rules only
     t0 = time.perf_counter()
     reason: str | None = None
     decision: Decision | None = None
@@ -96,7 +99,8 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
         finished = finish(snap, decision)
         if finished.violations:
             if not (spec.optimizing and fallback):
-                raise _invalid(snap.kind, f"assignor {assignor!r}", finished.violations)
+                raise _invalid(snap.kind, f"assignor {assignor!r}", finished.violations,
+                               code=finished.violations[0].code if custom else None)
             problem = "; ".join(str(v) for v in finished.violations[:3])
             reason = f"the {decision.method} solution was invalid ({problem})"
             decision = finished = None
@@ -112,7 +116,7 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
                             objective=decision.objective, bound=None, reason=reason,
                             followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms,
                             extra=decision.extra)
-        finished = finish(snap, decision)
+        finished = _finisher(snap.kind)(snap, decision)
         if finished.violations:
             raise _invalid(snap.kind, "the fallback assignor", finished.violations)
     wall = time.perf_counter() - t0
@@ -168,17 +172,26 @@ def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
                     followup_rebalance_deadline_ms=followup, violations=tuple(violations), metrics=metrics)
 
 
-def _finisher(kind: str):
+def _finisher(kind: str, spec: Any = None):
+    """The check-and-measure step: consumer; streams with every rule; or, for a custom streams assignor
+    (:func:`stickyflow.kip924.is_custom`), KIP-924's validation only, the other rules shown in its metrics."""
     if kind == "consumer":
         return finish_consumer
+    if spec is not None:
+        from .kip924 import finish_custom, is_custom
+
+        if is_custom(spec):
+            return finish_custom
     from .streams_check import finish_streams
 
     return finish_streams
 
 
-def _invalid(kind: str, who: str, violations: tuple) -> InvalidAssignmentError:
+def _invalid(kind: str, who: str, violations: tuple, code: str | None = None) -> InvalidAssignmentError:
     """The typed error for an invalid answer with nothing to stand in: KIP-924's code, then the first rules."""
-    if kind == "streams":
+    if code is not None:
+        pass
+    elif kind == "streams":
         from .streams_check import assignment_error
 
         code = assignment_error(violations)

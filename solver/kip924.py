@@ -48,9 +48,10 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Union
 import numpy as np
 
 from .registry import SolveOptions
-from .result import Decision
+from .result import Decision, Finished, Violation
 from .streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
-from .streams_check import KIP924_ERRORS, normalize_streams_assignment, validate_streams
+from .streams_check import (ERROR_ORDER, KIP924_ERRORS, normalize_streams_assignment, streams_metrics,
+                            validate_streams)
 
 __all__ = [
     "ProcessId",
@@ -71,6 +72,9 @@ __all__ = [
     "optimize_rack_aware_active_tasks",
     "optimize_rack_aware_standby_tasks",
     "validate_task_assignment",
+    "kip924_violations",
+    "is_custom",
+    "finish_custom",
     "as_assignor",
 ]
 
@@ -528,28 +532,168 @@ def optimize_rack_aware_standby_tasks(params: RackAwareOptimizationParams,
     return _from_ca(assignments, st.to_assignment())
 
 
+# shapes our assignment cannot take (Kafka's KafkaStreamsAssignment maps a task id to one role, so
+# there they cannot even be written): rejected like KIP-924's errors, never returned
+SHAPE_ERRORS = ("MALFORMED_ASSIGNMENT", "ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS",
+                "STANDBY_TASK_ASSIGNED_MULTIPLE_TIMES")
+
+
+def _client_assignment(value: Any) -> ClientAssignment:
+    """One client's answer as a :class:`ClientAssignment` (TypeError/ValueError when it is not one)."""
+    if isinstance(value, ClientAssignment):
+        return value
+    convert = getattr(value, "to_client_assignment", None)
+    if convert is not None:
+        return convert()
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"active", "standby", "warmup"}
+        if unknown:
+            raise ValueError(f"a client's assignment has unknown role(s) {sorted(unknown)}; "
+                             "allowed: active, standby, warmup")
+        return ClientAssignment.of(value.get("active", ()), value.get("standby", ()), value.get("warmup", ()))
+    raise TypeError(f"a client's assignment must be a ClientAssignment or a mapping of roles, not {type(value).__name__}")
+
+
+def kip924_violations(snapshot: StreamsSnapshot,
+                      entries: Iterable[tuple[str, ClientAssignment]]) -> list[Violation]:
+    """KIP-924's validation of a custom assignor's answer, every error found, Kafka's answer first.
+
+    ``entries`` are (process id, :class:`ClientAssignment`) pairs in the order the
+    assignor returned them. The first element is what Kafka's
+    ``TaskAssignmentUtils.validateTaskAssignment`` returns: walking the clients'
+    tasks in order, an unknown task id or an active task seen a second time; then a
+    standby (or warm-up) of a stateless task; then a client left out; then a process
+    id that is not a client. After those come the shape errors (:data:`SHAPE_ERRORS`):
+    a client holding one task in two roles, or one standby twice. Nothing else is
+    checked: a task active nowhere, too few standbys, a lagging active, warm-ups
+    beyond the budget or an uneven load are KIP-441's rules, not KIP-924's.
+
+    >>> from stickyflow.streams import parse_streams
+    >>> s = parse_streams({"format": "stickyflow.snapshot/1", "kind": "streams",
+    ...     "tasks": [{"id": "0_0", "stateful": False}, {"id": "0_1", "stateful": True}],
+    ...     "clients": [{"process_id": "a", "previous_active": [], "previous_standby": []},
+    ...                 {"process_id": "b", "previous_active": [], "previous_standby": []}]})
+    >>> [v.code for v in kip924_violations(s, [("a", ClientAssignment.of(["0_0"], [], []))])]
+    ['MISSING_PROCESS_ID']
+    >>> [v.code for v in kip924_violations(s, [("a", ClientAssignment.of(["0_0"], ["0_0"], [])),
+    ...                                        ("b", ClientAssignment.of(["0_0", "7_7"], [], []))])]
+    ['ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES', 'UNKNOWN_TASK_ID', 'INVALID_STANDBY_TASK', \
+'ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS']
+    """
+    snap = snapshot
+    idx = snap.index
+    tasks = idx.task_pos
+    first: dict[str, Violation] = {}  # code -> first occurrence, in the order found
+    counts: dict[str, int] = {}
+    active_on: dict[str, str] = {}
+    replica_on: dict[str, str] = {}
+    roles: dict[str, dict[str, list[str]]] = {}  # pid -> task -> roles (merged when a pid is listed twice)
+
+    def found(code: str, message: str) -> None:
+        counts[code] = counts.get(code, 0) + 1
+        first.setdefault(code, Violation(code, message))
+
+    listed: list[str] = []
+    for pid, ca in entries:
+        listed.append(pid)
+        held = roles.setdefault(pid, {})
+        for role in ("active", "standby", "warmup"):
+            for tid in getattr(ca, role):
+                held.setdefault(tid, []).append(role)
+                if tid not in tasks:
+                    found("UNKNOWN_TASK_ID", f"{pid!r} is assigned {tid!r}, which is not a task")
+                elif role == "active":
+                    if tid in active_on:
+                        found("ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES",
+                              f"{tid} is active on {active_on[tid]!r} and again on {pid!r}")
+                    else:
+                        active_on[tid] = pid
+                else:
+                    replica_on.setdefault(tid, pid)
+    out = [_counted(first[c], counts[c]) for c in first]
+    stateless = [t for t in replica_on if not idx.stateful[tasks[t]]]
+    if stateless:
+        out.append(_counted(Violation("INVALID_STANDBY_TASK", f"{stateless[0]} is stateless, yet "
+                                      f"{replica_on[stateless[0]]!r} holds a standby of it"), len(stateless)))
+    known = set(idx.client_ids)
+    missing = [p for p in idx.client_ids if p not in roles]
+    if missing:
+        out.append(_counted(Violation("MISSING_PROCESS_ID", f"client {missing[0]!r} has no assignment"), len(missing)))
+    unknown = [p for p in dict.fromkeys(listed) if p not in known]
+    if unknown:
+        out.append(_counted(Violation("UNKNOWN_PROCESS_ID", f"{unknown[0]!r} is not a client of the application"),
+                            len(unknown)))
+    both = [(p, t) for p, held in roles.items() for t, r in held.items() if "active" in r and len(r) > 1]
+    if both:
+        p, t = both[0]
+        out.append(_counted(Violation("ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS",
+                                      f"{p!r} holds {t} as active and as a standby or warm-up"), len(both)))
+    twice = [(p, t) for p, held in roles.items() for t, r in held.items() if "active" not in r and len(r) > 1]
+    if twice:
+        p, t = twice[0]
+        out.append(_counted(Violation("STANDBY_TASK_ASSIGNED_MULTIPLE_TIMES",
+                                      f"{p!r} holds two standby or warm-up replicas of {t}"), len(twice)))
+    return out
+
+
+def _counted(v: Violation, n: int) -> Violation:
+    return v if n <= 1 else Violation(v.code, f"{v.message} (and {n - 1} more)")
+
+
 def validate_task_assignment(application_state: ApplicationState,
                              task_assignment: TaskAssignment | Iterable[KafkaStreamsAssignment]) -> AssignmentError:
-    """KIP-924's check of a returned assignment: the first :class:`AssignmentError` found, or ``NONE``.
+    """KIP-924's check of a returned assignment, as Kafka's ``validateTaskAssignment``: the error or ``NONE``.
 
-    Only KIP-924's own rules are checked here; :func:`stickyflow.streams_check.validate_streams`
-    also checks the high-availability rules of the spec.
+    Only KIP-924's own rules count (:func:`kip924_violations`); a client listed twice
+    holding one task in two roles is ``ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS``.
+    The high-availability rules are :func:`stickyflow.streams_check.validate_streams`'s.
     """
     snap = application_state.snapshot
-    items = list(task_assignment)
-    cas: dict[str, ClientAssignment] = {}
-    for a in items:  # a process listed twice: its tasks are merged (and duplicates then show)
-        ca = a.to_client_assignment()
-        old = cas.get(a.process_id)
-        if old is not None:
-            ca = ClientAssignment(active=old.active + ca.active, standby=old.standby + ca.standby,
-                                  warmup=old.warmup + ca.warmup)
-        cas[a.process_id] = ca
-    codes = {v.code for v in validate_streams(snap, cas)}
-    for e in AssignmentError:
-        if e is not AssignmentError.NONE and e.value in codes:
-            return e
+    entries = [(a.process_id, a.to_client_assignment()) for a in task_assignment]
+    for v in kip924_violations(snap, entries):
+        if v.code in AssignmentError.__members__:
+            return AssignmentError(v.code)
     return AssignmentError.NONE
+
+
+def is_custom(spec: Any) -> bool:
+    """Whether a registered assignor is a custom one (held to KIP-924's validation only), not stickyflow's own.
+
+    stickyflow's own assignors are registered by ``"stickyflow.<module>:<function>"``;
+    anything else (a function, a KIP-924 assignor wrapped by :func:`as_assignor`, a
+    ``module:function`` of the user's) is custom.
+    """
+    target = getattr(spec, "target", None)
+    return not (isinstance(target, str) and target.startswith("stickyflow."))
+
+
+def finish_custom(snapshot: StreamsSnapshot, decision: Decision) -> Finished:
+    """The front door's step for a custom streams assignor: KIP-924's validation, then every metric.
+
+    Violations are KIP-924's errors (and the shapes an assignment cannot take),
+    Kafka's own answer first. A valid answer is returned as it is, however it fares
+    by the high-availability rules: ``metrics["broken_rules"]`` lists the codes of
+    those it breaks (``[]`` when none), in :data:`stickyflow.streams_check.ERROR_ORDER`.
+    """
+    snap = snapshot
+    try:
+        entries = [(str(pid), _client_assignment(value)) for pid, value in decision.assignment.items()]
+        norm = normalize_streams_assignment(snap, decision.assignment)
+    except (TypeError, ValueError, AttributeError) as exc:  # not an assignment at all
+        return Finished(assignment={}, target={}, revocations={}, followup_rebalance_deadline_ms=None,
+                        violations=(Violation("MALFORMED_ASSIGNMENT", str(exc)),), metrics={})
+    followup = decision.followup_rebalance_deadline_ms
+    violations = kip924_violations(snap, entries)
+    if violations:
+        return Finished(assignment=norm, target=norm, revocations={}, followup_rebalance_deadline_ms=followup,
+                        violations=tuple(violations), metrics={})
+    rank = {c: i for i, c in enumerate(ERROR_ORDER)}
+    broken = sorted({v.code for v in validate_streams(snap, norm, followup_rebalance_deadline_ms=followup)},
+                    key=lambda c: (rank.get(c, len(rank)), c))
+    metrics = dict(streams_metrics(snap, norm))
+    metrics["broken_rules"] = broken
+    return Finished(assignment=norm, target=norm, revocations={}, followup_rebalance_deadline_ms=followup,
+                    violations=(), metrics=metrics)
 
 
 # --------------------------------------------------------------------------- running a KIP-924 assignor

@@ -18,7 +18,6 @@ from stickyflow.kip924 import (ApplicationState, AssignedTask, AssignedTaskType,
                                validate_task_assignment)
 from stickyflow.streams import parse_streams
 from stickyflow.streams_check import rack_tables, streams_metrics
-from tests.checker import check_result
 from tests.test_streams_model import streams_examples
 from tests.test_streams_support import make_streams, random_streams
 
@@ -76,6 +75,21 @@ class StickyRackAssignor:
         return TaskAssignment(out.values())
 
 
+def check_custom_result(snap, r) -> None:
+    """A custom assignor's result: KIP-924-valid, measured like any other, every other broken rule in its metrics."""
+    from stickyflow.streams_check import validate_streams
+
+    assert r.error == "NONE" and set(r.assignment) == {c.process_id for c in snap.clients}
+    broken = {v.code for v in validate_streams(snap, r.assignment,
+                                                followup_rebalance_deadline_ms=r.followup_rebalance_deadline_ms)}
+    assert set(r.metrics["broken_rules"]) == broken
+    assert not broken & {"UNKNOWN_TASK_ID", "UNKNOWN_PROCESS_ID", "MISSING_PROCESS_ID", "INVALID_STANDBY_TASK",
+                         "ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES"}
+    metrics = streams_metrics(snap, r.assignment)
+    for key in ("moves", "imbalance", "cross_rack"):
+        assert r.metrics[key] == metrics[key], key
+
+
 custom_assignor = as_assignor(StickyRackAssignor())  # for ``--assignor tests.test_kip924:custom_assignor``
 
 
@@ -85,7 +99,7 @@ def test_custom_assignor_runs_through_assign_and_the_cli(tmp_path):
         for path in streams_examples():
             snap = stickyflow.load_snapshot(path)
             r = stickyflow.assign(snap, "sticky-rack")
-            check_result(snap, r)
+            check_custom_result(snap, r)
             assert r.solver.method == "kip924:sticky-rack" and r.metrics["stateful_moves"] == 0
         out = tmp_path / "r.json"
         path = next(p for p in streams_examples() if "racks" in p.name)
@@ -102,7 +116,7 @@ def test_custom_assignor_on_generated_snapshots(seed):
         doc = random_streams(rng.randrange(2**31), tags=None, scenario=rng.choice(["steady", "scale_out", "fresh"]))
         snap = stickyflow.parse_snapshot(doc)
         r = stickyflow.assign(snap, "tests.test_kip924:custom_assignor")
-        check_result(snap, r)
+        check_custom_result(snap, r)
 
 
 def test_a_bad_custom_result_is_a_solver_fault():
@@ -275,3 +289,119 @@ def test_rack_aware_standby_optimization(seed):
     for p in ident:
         a, b = ident[p].to_client_assignment(), out[p].to_client_assignment()
         assert len(a.standby) == len(b.standby) and a.active == b.active
+
+
+# --------------------------------------------------------------------------- KIP-924's validation only, at the front door
+
+def _readme_snippet() -> str:
+    """The README's KIP-924 example, as written there (the ``KeepEverything`` block)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    return next(b for b in blocks if "class KeepEverything" in b)
+
+
+@pytest.mark.parametrize("path", streams_examples(), ids=lambda p: p.name)
+def test_readme_keep_everything_runs_on_every_bundled_streams_example(path, tmp_path):
+    """The README's custom assignor, run as the README says, exits 0 and returns what every client ran."""
+    import subprocess
+    import sys
+
+    (tmp_path / "keep_assignor.py").write_text(_readme_snippet())
+    proc = subprocess.run([sys.executable, "-m", "stickyflow", "solve", str(path), "--assignor",
+                           "keep_assignor:assignor"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    snap = stickyflow.load_snapshot(path)
+    assert res["error"] == "NONE" and res["metrics"]["moves"] == 0
+    for c in snap.clients:
+        assert set(res["assignment"][c.process_id]["active"]) <= set(c.previous_active)
+    # what KIP-441 would object to shows in the metrics instead of failing the rebalance
+    assert isinstance(res["metrics"]["broken_rules"], list)
+    assert "UNBALANCED_WITHOUT_FOLLOWUP" in res["metrics"]["broken_rules"]
+
+
+def _tiny():
+    return {"format": "stickyflow.snapshot/1", "kind": "streams",
+            "tasks": [{"id": "0_0", "stateful": False}, {"id": "1_0", "stateful": True, "end_offset_sum": 10**6},
+                      {"id": "1_1", "stateful": True, "end_offset_sum": 10**6}],
+            "clients": [{"process_id": "a", "previous_active": [], "previous_standby": []},
+                        {"process_id": "b", "previous_active": [], "previous_standby": []}],
+            "config": {"num_standby_replicas": 1, "max_warmup_replicas": 1}}
+
+
+def _run_custom(answer, doc=None):
+    fn = as_assignor(lambda app: answer, name="fixed")
+    stickyflow.register_assignor("fixed-kip924", fn, kinds=("streams",), replace=True)
+    try:
+        return stickyflow.assign(doc or _tiny(), "fixed-kip924")
+    finally:
+        stickyflow.unregister_assignor("fixed-kip924")
+
+
+def test_a_custom_answer_breaking_only_ha_rules_is_returned_with_them_in_its_metrics():
+    a, s = AssignedTask.active, AssignedTask.standby
+    # 1_1 active nowhere, no standbys, three warm-ups (budget 1), everything on a: KIP-924 has no objection
+    r = _run_custom([KafkaStreamsAssignment.of("a", [a("0_0"), a("1_0")]),
+                     KafkaStreamsAssignment.of("b", [s("1_0", warmup=True), s("1_1", warmup=True)])])
+    assert r.error == "NONE" and r.solver.method == "kip924:fixed"
+    assert r.metrics["broken_rules"] == ["ACTIVE_TASK_UNASSIGNED", "STANDBY_TASK_COUNT", "WARMUP_BUDGET_EXCEEDED",
+                                         "FOLLOWUP_DEADLINE"]
+    assert r.to_json()["assignment"]["b"] == {"active": [], "standby": [], "warmup": ["1_0", "1_1"]}
+    # any follow-up deadline the assignor asks for is kept
+    ok = [KafkaStreamsAssignment.of("a", [a("0_0"), a("1_0"), s("1_1")]).with_followup_rebalance(5),
+          KafkaStreamsAssignment.of("b", [a("1_1"), s("1_0")])]
+    r = _run_custom(ok)
+    assert r.followup_rebalance_deadline_ms == 5 and r.metrics["broken_rules"] == ["FOLLOWUP_DEADLINE"]
+    r = _run_custom([x.with_followup_rebalance(None) for x in ok])
+    assert r.followup_rebalance_deadline_ms is None and r.metrics["broken_rules"] == []
+
+
+@pytest.mark.parametrize("answer, code", [
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("a", [a("0_0"), a("9_9")]), KafkaStreamsAssignment.of("b")],
+                 "UNKNOWN_TASK_ID", id="unknown-task"),
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("a", [a("1_0")]), KafkaStreamsAssignment.of("b", [a("1_0")])],
+                 "ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES", id="active-twice"),
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("a", [a("1_0")]), KafkaStreamsAssignment.of("b", [s("0_0")])],
+                 "INVALID_STANDBY_TASK", id="stateless-standby"),
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("a", [a("1_0")])], "MISSING_PROCESS_ID", id="missing"),
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("a"), KafkaStreamsAssignment.of("b"),
+                               KafkaStreamsAssignment.of("zz")], "UNKNOWN_PROCESS_ID", id="unknown-process"),
+    # Kafka's order when several are broken: the task walk first, then standbys, then clients
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("zz", [s("0_0")]), KafkaStreamsAssignment.of("a", [a("7_7")])],
+                 "UNKNOWN_TASK_ID", id="order-task-first"),
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("zz"), KafkaStreamsAssignment.of("a", [s("0_0")])],
+                 "INVALID_STANDBY_TASK", id="order-standby-before-clients"),
+    pytest.param(lambda a, s: [KafkaStreamsAssignment.of("zz"), KafkaStreamsAssignment.of("a")],
+                 "MISSING_PROCESS_ID", id="order-missing-before-unknown"),
+])
+def test_a_custom_answer_breaking_kip924_is_rejected_with_kafkas_error(answer, code):
+    with pytest.raises(stickyflow.InvalidAssignmentError) as info:
+        _run_custom(answer(AssignedTask.active, AssignedTask.standby))
+    assert info.value.error == code
+    app = ApplicationState.from_snapshot(stickyflow.parse_snapshot(_tiny()))
+    assert validate_task_assignment(app, answer(AssignedTask.active, AssignedTask.standby)) is AssignmentError(code)
+
+
+def test_a_plain_custom_function_is_held_to_kip924_only_and_builtins_to_every_rule(monkeypatch):
+    def lazy(snapshot, options):  # everything active on the first client, no standbys
+        first = snapshot.clients[0].process_id
+        out = {c.process_id: {} for c in snapshot.clients}
+        out[first] = {"active": [t.id for t in snapshot.tasks]}
+        return stickyflow.Decision(assignment=out, method="lazy", status="heuristic")
+
+    stickyflow.register_assignor("lazy-streams", lazy, kinds=("streams",), replace=True)
+    try:
+        r = stickyflow.assign(_tiny(), "lazy-streams")
+    finally:
+        stickyflow.unregister_assignor("lazy-streams")
+    assert r.error == "NONE" and r.metrics["broken_rules"] == ["STANDBY_TASK_COUNT", "UNBALANCED_WITHOUT_FOLLOWUP"]
+    # the same answer from a built-in assignor is refused: stickyflow's own meet every rule
+    import stickyflow.streams_ha as ha
+
+    monkeypatch.setattr(ha, "assign_high_availability", lazy)
+    with pytest.raises(stickyflow.InvalidAssignmentError) as info:
+        stickyflow.assign(_tiny(), "sticky")
+    assert info.value.error == "STANDBY_TASK_COUNT"
