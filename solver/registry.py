@@ -143,6 +143,8 @@ def _builtin() -> None:
                       description="Kafka's RangeAssignor")
     register_assignor("roundrobin", "stickyflow.greedy_consumer:assign_roundrobin", kinds=(c,),
                       description="Kafka's RoundRobinAssignor")
+    register_assignor("uniform", "stickyflow.uniform:assign_uniform", kinds=(c,),
+                      description="Kafka 4's server-side UniformAssignor (KIP-848; group coordinator)")
 
 
 _builtin()
