@@ -120,3 +120,40 @@ def test_streams_objects_accept_lists_and_solve():
     result = stickyflow.assign(snap)
     assert result.error == "NONE"
     assert sorted(t for a in result.assignment.values() for t in a.active) == ["0_0", "0_1"]
+
+
+# --------------------------------------------------------------------------- the reader's fast path
+
+from hypothesis import given, settings  # noqa: E402
+
+from stickyflow._check import Checker  # noqa: E402
+from stickyflow.consumer import _members_one_by_one, _well_formed_members  # noqa: E402
+from strategies import consumer_docs  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(consumer_docs())
+def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
+    """Members read in bulk (the common case) equal those read one by one, field for field."""
+    raw = doc["members"]
+    fast = _well_formed_members(raw)
+    slow = _members_one_by_one(raw, Checker())
+    assert fast is not None
+    assert fast == slow
+    assert [dict(m.owned) for m in fast] == [dict(m.owned) for m in slow]
+
+
+@pytest.mark.parametrize("bad", [
+    {"id": 7, "subscription": []},
+    {"id": "a", "subscription": "t"},
+    {"id": "a", "subscription": [1]},
+    {"id": "a", "subscription": [], "generation": True},
+    {"id": "a", "subscription": [], "generation": 2**31},
+    {"id": "a", "subscription": [], "owned": {"t": [0, -1]}},
+    {"id": "a", "subscription": [], "owned": {"t": [2**31]}},
+    {"id": "a", "subscription": [], "owned": {"t": "0"}},
+    {"id": "a", "subscription": [], "rack": 3},
+    {"id": "a", "subscription": [], "typo": 1},
+])
+def test_anything_unusual_leaves_the_fast_path(bad):
+    assert _well_formed_members([{"id": "z", "subscription": ["t"]}, bad]) is None
