@@ -369,7 +369,7 @@ def default_standby_task_assignment(application_state: ApplicationState,
     ``rack_aware_assignment_tags``, clients that add tag values first (KIP-708).
     Existing standbys and warm-ups are kept.
     """
-    from .streams_ha import HAState, assign_standbys, spread_keys
+    from .streams_common import HAState, assign_standbys, spread_keys
 
     snap = application_state.snapshot
     st = _state_from(snap, _to_ca(assignments))
@@ -383,7 +383,7 @@ def default_standby_task_assignment(application_state: ApplicationState,
 
 def _state_from(snap: StreamsSnapshot, cas: Mapping[str, ClientAssignment]):
     """An HAState holding ``cas`` (unknown clients and tasks are dropped)."""
-    from .streams_ha import HAState
+    from .streams_common import HAState
 
     st = HAState(snap)
     idx = snap.index

@@ -29,7 +29,7 @@ from typing import Any
 from .registry import SolveOptions
 from .result import Decision
 from .streams import StreamsSnapshot
-from .streams_ha import HAState, assign_stateless, assign_standbys, repair_tag_spread, spread_keys
+from .streams_common import HAState, assign_stateless, assign_standbys, repair_tag_spread, spread_keys
 
 __all__ = ["assign_learner"]
 

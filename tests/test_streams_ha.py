@@ -478,3 +478,18 @@ def test_speed_10000_tasks_1000_clients():
     _timed(10_000, 1000, standbys=1, racks=3, strategy="min_traffic")
     _timed(10_000, 1000, standbys=2, racks=3, tags=3, strategy="balance_subtopology")
     _timed(10_000, 1000, standbys=1, mode="learner")
+
+
+def test_the_greedy_streams_modules_import_no_circle():
+    """streams_ha and streams_learner share streams_common; the learner never imports the high-availability module."""
+    import ast
+    from pathlib import Path
+
+    solver = Path(stickyflow.__file__).parent
+
+    def imports(name):
+        tree = ast.parse((solver / f"{name}.py").read_text())
+        return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
+
+    assert "streams_ha" not in imports("streams_learner") and "streams_ha" not in imports("streams_common")
+    assert "streams_learner" not in imports("streams_common")
