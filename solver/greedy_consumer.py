@@ -4,9 +4,41 @@ Both order members as Kafka's ``MemberInfo`` does (KIP-345): static members
 first, by ``group.instance.id``, then the others by member id. Unlike
 kafka-python's round-robin, ours is correct with mixed subscriptions: each
 partition goes to the next member, in circular order, that subscribes to its topic.
+
+``range`` is the rack-aware range assignor of Kafka 3.5+ (KIP-881). Per topic,
+with ``C`` subscribers in member order and ``P`` partitions, each member may
+take ``P // C`` partitions and the first ``P % C`` members to pass that count
+one more (the *quota*). Without racks the quotas are filled in member order
+with consecutive partitions, the classic layout. When racks matter for some
+topic (below), partitions are placed in three steps before that fill:
+
+1. topics read by exactly the same members and with the same partition count
+   are *co-partitioned*: partition ``p`` of all of them goes, together, to the
+   first member (in member order) with quota left whose rack holds a replica of
+   ``p`` in every one of those topics;
+2. every other topic that needs racks gives each member, in member order, the
+   lowest-numbered free partitions with a replica on its rack, up to its quota;
+3. the fill: each member, in order, takes the lowest-numbered free partitions
+   up to its quota, wherever they are.
+
+A member without a rack matches every partition. A topic *needs racks* when its
+members' racks meet its replicas' racks and not every partition has a replica
+on every one of those racks (``config.rack_aware = true`` drops the second test,
+as Kafka's ``preferRackAwareLogic`` does; ``false`` turns racks off).
+Co-partitioning thus wins over rack alignment, and balance per topic over both.
+
+>>> import stickyflow
+>>> snap = stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
+...     "topics": {"t": {"partitions": 4, "racks": [["a"], ["b"], ["a"], ["b"]]}},
+...     "members": [{"id": "C0", "subscription": ["t"], "rack": "a"},
+...                 {"id": "C1", "subscription": ["t"], "rack": "b"}]})
+>>> stickyflow.assign(snap, "range").to_json()["assignment"]
+{'C0': {'t': [0, 2]}, 'C1': {'t': [1, 3]}}
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -14,7 +46,7 @@ from .consumer import ConsumerSnapshot, Member
 from .registry import SolveOptions
 from .result import Decision
 
-__all__ = ["assign_range", "assign_roundrobin", "kafka_member_order"]
+__all__ = ["assign_range", "assign_roundrobin", "kafka_member_order", "range_needs_racks", "range_uses_racks"]
 
 
 def kafka_member_order(members: list[Member] | tuple[Member, ...]) -> list[Member]:
@@ -25,21 +57,215 @@ def kafka_member_order(members: list[Member] | tuple[Member, ...]) -> list[Membe
     return sorted(members, key=lambda m: (m.instance_id is None, m.instance_id or "", m.id))
 
 
-def assign_range(snap: ConsumerSnapshot, options: SolveOptions | None = None) -> Decision:
-    """Kafka's RangeAssignor: per topic, consecutive ranges; the first ``P % C`` members get one more."""
-    out: dict[str, dict[str, np.ndarray]] = {m.id: {} for m in snap.members}
-    for t, topic in snap.topics.items():
-        subs = kafka_member_order([m for m in snap.members if t in m.subscription])
-        if not subs:
-            continue
-        n, extra = divmod(topic.partitions, len(subs))
+def range_needs_racks(member_racks: Iterable[str], partition_racks: Sequence[frozenset[str]],
+                      rack_aware: bool | None = None) -> bool:
+    """Whether rack-aware range handles a topic with racks: Kafka's ``useRackAwareAssignment``.
+
+    ``member_racks`` are the racks of the topic's subscribers, ``partition_racks``
+    the replica racks of each of its partitions. Racks help only when the members'
+    racks meet the replicas' racks and the partitions do not all sit on the same
+    racks; ``rack_aware=True`` (the snapshot's ``config.rack_aware``) keeps only the
+    first test, ``False`` answers no.
+
+    >>> range_needs_racks({"a", "b"}, [frozenset("ab"), frozenset("ab")])
+    False
+    >>> range_needs_racks({"a", "b"}, [frozenset("ab"), frozenset("ab")], rack_aware=True)
+    True
+    >>> range_needs_racks({"a", "d"}, [frozenset("a"), frozenset("b")])
+    True
+    """
+    consumers = set(member_racks)
+    if rack_aware is False or not consumers:
+        return False
+    every = frozenset().union(*partition_racks) if partition_racks else frozenset()
+    if consumers.isdisjoint(every):
+        return False
+    if rack_aware is True:
+        return True
+    return not all(s == every for s in partition_racks)
+
+
+class _TopicRange:
+    """One topic's range state: its subscribers in Kafka order, their quotas and who holds what so far."""
+
+    __slots__ = ("name", "P", "members", "racks", "part_racks", "base", "extra", "count", "owner", "free",
+                 "needs_racks")
+
+    def __init__(self, name: str, P: int, members: list[int], racks: list[str | None],
+                 part_racks: tuple[frozenset[str], ...] | None, rack_aware: bool | None):
+        C = len(members)
+        self.name = name
+        self.P = P
+        self.members = members  # member indexes in the snapshot, Kafka order
+        self.racks = racks  # each one's rack, None when it has none
+        self.base, self.extra = divmod(P, C)
+        self.count = [0] * C
+        self.owner = np.full(P, -1, dtype=np.int32)  # position in ``members``
+        self.free = P
+        has_racks = any(r is not None for r in racks)
+        # like Kafka, replica racks are looked at only when some subscriber has a rack
+        self.part_racks = (part_racks or (frozenset(),) * P) if has_racks else None
+        self.needs_racks = has_racks and range_needs_racks(
+            (r for r in racks if r is not None), self.part_racks, rack_aware)
+
+    def cap(self, i: int) -> int:
+        """How many more partitions member ``i`` may take (its quota less what it holds)."""
+        return max(0, self.base + (1 if self.extra > 0 else 0) - self.count[i])
+
+    def give(self, i: int, parts: list[int] | np.ndarray) -> None:
+        self.owner[parts] = i
+        self.count[i] += len(parts)
+        self.free -= len(parts)
+        if self.count[i] > self.base:  # it took one of the extra places
+            self.extra -= 1
+
+    def matches(self, i: int, p: int) -> bool:
+        r = self.racks[i]
+        return r is None or r in self.part_racks[p]
+
+    def match_racks(self) -> None:
+        """Step 2: each member, in order, takes the free partitions on its rack, up to its quota."""
+        by_rack: dict[str | None, list[int]] = {}
+        for p, s in enumerate(self.part_racks):
+            for r in s:
+                by_rack.setdefault(r, []).append(p)
+        by_rack[None] = list(range(self.P))  # a member without a rack matches everything
+        next_of: dict[str | None, int] = {}  # how far each rack's list has been read: partitions before are taken
+        owner = self.owner
+        for i, r in enumerate(self.racks):
+            if not self.free:
+                break
+            k = self.cap(i)
+            cand = by_rack.get(r)
+            if not k or not cand:
+                continue
+            j = next_of.get(r, 0)
+            took: list[int] = []
+            while j < len(cand) and len(took) < k:
+                if owner[cand[j]] < 0:
+                    took.append(cand[j])
+                j += 1
+            next_of[r] = j
+            if took:
+                self.give(i, took)
+
+    def fill(self) -> None:
+        """Step 3 (the whole of range without racks): members in order take the lowest free partitions."""
+        if not self.free:
+            return
+        free = np.flatnonzero(self.owner < 0)
+        pos = 0
+        for i in range(len(self.members)):
+            if pos >= len(free):
+                break
+            k = self.cap(i)
+            if k:
+                self.give(i, free[pos:pos + k])
+                pos += k
+
+    def layout(self) -> list[tuple[int, np.ndarray]]:
+        """(member index, sorted partitions) for every member that got some."""
+        order = np.argsort(self.owner, kind="stable")
+        out = []
         start = 0
-        for i, m in enumerate(subs):
-            size = n + (1 if i < extra else 0)
-            if size:
-                out[m.id][t] = np.arange(start, start + size)
-            start += size
-    return Decision(assignment=out, method="range", status="heuristic")
+        for i, c in enumerate(self.count):
+            if c:
+                out.append((self.members[i], order[start:start + c]))
+                start += c
+        return out
+
+
+def _co_partition(states: list[_TopicRange]) -> None:
+    """Step 1 for topics with the same members and partition count: partition p of all goes to one member.
+
+    The topics move in lockstep (same quotas, same counts), so the first one's quota speaks for all.
+    """
+    first = states[0]
+    racks = first.racks
+    # members by rack, in member order; a pointer per rack skips members whose quota is spent for good
+    # (a quota only shrinks: counts grow and the extra places run out)
+    queues: dict[str | None, list[int]] = {}
+    for i, r in enumerate(racks):
+        queues.setdefault(r, []).append(i)
+    head = dict.fromkeys(queues, 0)
+
+    def first_open(r: str | None) -> int | None:
+        q = queues.get(r)
+        if q is None:
+            return None
+        j = head[r]
+        while j < len(q) and first.cap(q[j]) == 0:
+            j += 1
+        head[r] = j
+        return q[j] if j < len(q) else None
+
+    for p in range(first.P):
+        common = first.part_racks[p]
+        for s in states[1:]:
+            common = common & s.part_racks[p]
+        best = first_open(None)
+        for r in common:
+            i = first_open(r)
+            if i is not None and (best is None or i < best):
+                best = i
+        if best is None:
+            if all(first_open(r) is None for r in queues):
+                break  # nobody has quota left
+            continue
+        for s in states:
+            s.give(best, [p])
+
+
+def _range_states(snap: ConsumerSnapshot) -> list[_TopicRange]:
+    """A range state for every existing topic that somebody reads, members in Kafka's order."""
+    order = kafka_member_order(list(snap.members))
+    index = snap.member_index()
+    ranks = [index[m.id] for m in order]
+    racks = [m.rack or None for m in order]  # Kafka ignores an empty client.rack
+    subs = [frozenset(m.subscription) for m in order]
+    rack_aware = snap.config.rack_aware
+    states: list[_TopicRange] = []
+    for t, topic in snap.topics.items():
+        who = [k for k in range(len(order)) if t in subs[k]]
+        if who:
+            states.append(_TopicRange(t, topic.partitions, [ranks[k] for k in who], [racks[k] for k in who],
+                                      topic.racks, rack_aware))
+    return states
+
+
+def range_uses_racks(snap: ConsumerSnapshot) -> bool:
+    """Whether ``range`` places any partition by rack for ``snap`` (some topic needs racks, see above).
+
+    When it does not, the layout is the classic one of every range assignor before KIP-881.
+    """
+    return any(s.needs_racks for s in _range_states(snap))
+
+
+def assign_range(snap: ConsumerSnapshot, options: SolveOptions | None = None) -> Decision:
+    """Kafka's RangeAssignor (3.5+, rack-aware per KIP-881): per topic, each member's share in member order.
+
+    See the module docstring for the three steps when racks matter.
+    """
+    out: dict[str, dict[str, np.ndarray]] = {m.id: {} for m in snap.members}
+    states = _range_states(snap)
+    uses_racks = any(s.needs_racks for s in states)
+    if uses_racks:
+        groups: dict[tuple, list[_TopicRange]] = {}
+        for s in states:
+            # Kafka groups by subscribers, then by the number of partitions it knows racks for
+            groups.setdefault((tuple(s.members), s.P if s.part_racks is not None else 0), []).append(s)
+        for (_, n), group in groups.items():
+            if len(group) > 1:
+                if n:
+                    _co_partition(group)
+            elif group[0].needs_racks:
+                group[0].match_racks()
+    ids = [m.id for m in snap.members]
+    for s in states:
+        s.fill()
+        for i, parts in s.layout():
+            out[ids[i]][s.name] = parts
+    return Decision(assignment=out, method="range", status="heuristic", extra={"rack_aware": uses_racks})
 
 
 def assign_roundrobin(snap: ConsumerSnapshot, options: SolveOptions | None = None) -> Decision:

@@ -23,6 +23,7 @@ from stickyflow.adapters.peers import (PeerError, PeerInvalidError, PeerUnsuppor
                                        run_peer)
 from stickyflow.consumer import ConsumerSnapshot, previous_owners
 from stickyflow.consumer_check import inspect_consumer
+from stickyflow.greedy_consumer import range_uses_racks
 from stickyflow.registry import available_assignors, get_assignor
 from tests.checker import check_result
 from tests.strategies import consumer_snapshots
@@ -197,6 +198,8 @@ def test_peers_range_and_roundrobin_match_ours_without_static_members(snap):
     for name in ("range", "roundrobin"):
         ours = stickyflow.assign(snap, name, fallback=False)
         check_result(snap, ours)
+        if name == "range" and range_uses_racks(snap):
+            continue  # kafka-python's range predates KIP-881: the same layout only where racks do not matter
         assert run_peer(snap, name) == {m: {t: list(p) for t, p in a.items()} for m, a in ours.target.items()}, name
 
 
