@@ -145,6 +145,8 @@ def _builtin() -> None:
                       description="Kafka's RoundRobinAssignor")
     register_assignor("uniform", "stickyflow.uniform:assign_uniform", kinds=(c,),
                       description="Kafka 4's server-side UniformAssignor (KIP-848; group coordinator)")
+    register_assignor("kip1071", "stickyflow.kip1071:assign_kip1071", kinds=(s,),
+                      description="Kafka 4's server-side StickyTaskAssignor (KIP-1071; no warm-ups, reads no lags)")
 
 
 _builtin()

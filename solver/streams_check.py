@@ -579,6 +579,10 @@ def finish_streams(snapshot: StreamsSnapshot, decision: Decision) -> Finished:
                         violations=(Violation("MALFORMED_ASSIGNMENT", str(exc)),), metrics={})
     violations = validate_streams(snapshot, norm,
                                   followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms)
+    waived = decision.extra.get("rules_not_followed") if decision.extra else None
+    if waived:  # a baseline that does not follow some high-availability rules (kip1071) names them; only those
+        waived = set(waived) & set(ERROR_ORDER[ERROR_ORDER.index("STANDBY_TAGS_NOT_SPREAD"):])
+        violations = [v for v in violations if v.code not in waived]
     metrics = streams_metrics(snapshot, norm)
     return Finished(assignment=norm, target=norm, revocations={},
                     followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms,
