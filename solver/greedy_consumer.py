@@ -119,35 +119,40 @@ class _TopicRange:
         if self.count[i] > self.base:  # it took one of the extra places
             self.extra -= 1
 
-    def matches(self, i: int, p: int) -> bool:
-        r = self.racks[i]
-        return r is None or r in self.part_racks[p]
-
     def match_racks(self) -> None:
         """Step 2: each member, in order, takes the free partitions on its rack, up to its quota."""
-        by_rack: dict[str | None, list[int]] = {}
-        for p, s in enumerate(self.part_racks):
-            for r in s:
-                by_rack.setdefault(r, []).append(p)
-        by_rack[None] = list(range(self.P))  # a member without a rack matches everything
-        next_of: dict[str | None, int] = {}  # how far each rack's list has been read: partitions before are taken
         owner = self.owner
+        # the partitions on each rack, ascending, from the few distinct replica-rack sets
+        set_ids: dict[frozenset[str], int] = {}
+        part_set = np.fromiter((set_ids.setdefault(x, len(set_ids)) for x in self.part_racks), dtype=np.int32,
+                               count=self.P)
+        sets = list(set_ids)
+        on_rack: dict[str | None, np.ndarray] = {None: np.arange(self.P)}  # no rack: everything matches
+        next_of: dict[str | None, int] = {}  # how far each rack's list is read: what lies before is taken
         for i, r in enumerate(self.racks):
             if not self.free:
                 break
-            k = self.cap(i)
-            cand = by_rack.get(r)
-            if not k or not cand:
+            need = self.cap(i)
+            if not need:
                 continue
+            cand = on_rack.get(r)
+            if cand is None:
+                cand = on_rack[r] = np.flatnonzero(np.array([r in x for x in sets], dtype=bool)[part_set])
             j = next_of.get(r, 0)
-            took: list[int] = []
-            while j < len(cand) and len(took) < k:
-                if owner[cand[j]] < 0:
-                    took.append(cand[j])
-                j += 1
+            took = []
+            while need and j < len(cand):
+                window = cand[j:j + 2 * need + 64]
+                free = window[owner[window] < 0]
+                if len(free) >= need:
+                    free = free[:need]
+                    j += int(np.searchsorted(window, free[-1])) + 1
+                else:
+                    j += len(window)
+                took.append(free)
+                need -= len(free)
             next_of[r] = j
-            if took:
-                self.give(i, took)
+            if took and (picked := np.concatenate(took)).size:
+                self.give(i, picked)
 
     def fill(self) -> None:
         """Step 3 (the whole of range without racks): members in order take the lowest free partitions."""
@@ -178,14 +183,21 @@ class _TopicRange:
 def _co_partition(states: list[_TopicRange]) -> None:
     """Step 1 for topics with the same members and partition count: partition p of all goes to one member.
 
-    The topics move in lockstep (same quotas, same counts), so the first one's quota speaks for all.
+    The topics move in lockstep (same quotas, same counts), so one bookkeeping serves them all.
     """
     first = states[0]
-    racks = first.racks
+    P = first.P
+    base = first.base
+    extra = first.extra
+    count = [0] * len(first.members)
+    owner = [-1] * P
+    # the racks holding a replica of partition p in every one of the topics
+    distinct = list(dict.fromkeys(s.part_racks for s in states))
+    common = distinct[0] if len(distinct) == 1 else [frozenset.intersection(*x) for x in zip(*distinct)]
     # members by rack, in member order; a pointer per rack skips members whose quota is spent for good
     # (a quota only shrinks: counts grow and the extra places run out)
     queues: dict[str | None, list[int]] = {}
-    for i, r in enumerate(racks):
+    for i, r in enumerate(first.racks):
         queues.setdefault(r, []).append(i)
     head = dict.fromkeys(queues, 0)
 
@@ -194,17 +206,15 @@ def _co_partition(states: list[_TopicRange]) -> None:
         if q is None:
             return None
         j = head[r]
-        while j < len(q) and first.cap(q[j]) == 0:
+        quota = base + (1 if extra > 0 else 0)
+        while j < len(q) and count[q[j]] >= quota:
             j += 1
         head[r] = j
         return q[j] if j < len(q) else None
 
-    for p in range(first.P):
-        common = first.part_racks[p]
-        for s in states[1:]:
-            common = common & s.part_racks[p]
+    for p in range(P):
         best = first_open(None)
-        for r in common:
+        for r in common[p]:
             i = first_open(r)
             if i is not None and (best is None or i < best):
                 best = i
@@ -212,8 +222,17 @@ def _co_partition(states: list[_TopicRange]) -> None:
             if all(first_open(r) is None for r in queues):
                 break  # nobody has quota left
             continue
-        for s in states:
-            s.give(best, [p])
+        owner[p] = best
+        count[best] += 1
+        if count[best] > base:  # it took one of the extra places
+            extra -= 1
+    placed = np.array(owner, dtype=np.int32)
+    n = int(np.count_nonzero(placed >= 0))
+    for s in states:
+        s.owner[:] = placed
+        s.count = list(count)
+        s.extra = extra
+        s.free = P - n
 
 
 def _range_states(snap: ConsumerSnapshot) -> list[_TopicRange]:
@@ -222,14 +241,14 @@ def _range_states(snap: ConsumerSnapshot) -> list[_TopicRange]:
     index = snap.member_index()
     ranks = [index[m.id] for m in order]
     racks = [m.rack or None for m in order]  # Kafka ignores an empty client.rack
-    subs = [frozenset(m.subscription) for m in order]
+    position = {i: k for k, i in enumerate(ranks)}
     rack_aware = snap.config.rack_aware
     states: list[_TopicRange] = []
-    for t, topic in snap.topics.items():
-        who = [k for k in range(len(order)) if t in subs[k]]
-        if who:
-            states.append(_TopicRange(t, topic.partitions, [ranks[k] for k in who], [racks[k] for k in who],
-                                      topic.racks, rack_aware))
+    for t, readers in snap.subscribers().items():
+        if readers:
+            who = sorted((position[i] for i in readers))
+            states.append(_TopicRange(t, snap.topics[t].partitions, [ranks[k] for k in who],
+                                      [racks[k] for k in who], snap.topics[t].racks, rack_aware))
     return states
 
 
