@@ -6,7 +6,8 @@ algorithm with two builders, and so does :func:`assign_sticky`:
 * **Constrained** (KAFKA-9987), when every member subscribes to the same
   topics. With ``P`` partitions and ``N`` members, ``minQuota = P // N`` and
   ``maxQuota = ceil(P / N)``; exactly ``P % N`` members may end at
-  ``maxQuota``. Members are visited once: one owning fewer than ``minQuota``
+  ``maxQuota``. Members are visited once, in the order Kafka's hash map
+  of them has (:func:`java_hash_order`): one owning fewer than ``minQuota``
   keeps all it owns; one owning ``maxQuota`` or more keeps its ``maxQuota``
   lowest-numbered partitions (ordered by partition number, then topic name)
   while ``maxQuota`` slots remain; any other keeps its ``minQuota``
@@ -49,8 +50,11 @@ Where Kafka's code has a bug, this module does what the code meant:
   KAFKA-15170 fix);
 * subscriptions are compared as sets (Kafka treats an empty first
   subscription as "not seen yet");
-* member order, which Kafka takes from a hash map, is the member-id order
-  everywhere, so the answer is deterministic.
+* where Kafka's answer depends on the order of its hash map of members (which
+  member may keep ``maxQuota`` in the constrained builder), stickyflow takes
+  that order from Java's ``HashMap`` (:func:`java_hash_order`; ties within a
+  bucket in snapshot order), so it gives Kafka's answer; every other member
+  order is the member-id order, so the answer is deterministic.
 
 >>> import stickyflow
 >>> snap = stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
@@ -261,6 +265,40 @@ def _use_racks(snap: ConsumerSnapshot, member_racks: set[str], part_sets: list[f
     return snap.rack_aware and not all(s == every for s in part_sets)
 
 
+# --------------------------------------------------------------------------- Java's HashMap order
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit wrap-around), as an unsigned int."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(ids: list[str], arrival: np.ndarray) -> np.ndarray:
+    """The order in which a ``java.util.HashMap`` filled by ``put`` iterates the keys ``ids``.
+
+    The table has 16 buckets, doubled while more than 3/4 full; a key's bucket is its
+    spread hash (``h ^ h >>> 16``) masked to the table; keys sharing a bucket come in
+    the order they were put, ``arrival`` (smaller first). Kafka's sticky assignor
+    iterates its members so, which decides who may keep ``maxQuota`` partitions.
+
+    >>> ids = ["consumer1", "consumer2", "consumer3"]
+    >>> [ids[i] for i in java_hash_order(ids, np.arange(3))]
+    ['consumer3', 'consumer2', 'consumer1']
+    """
+    n = len(ids)
+    cap = 16
+    while n > cap * 3 // 4:
+        cap *= 2
+    buckets = np.empty(n, dtype=np.int64)
+    for i, mid in enumerate(ids):
+        h = java_string_hash(mid)
+        buckets[i] = (h ^ (h >> 16)) & (cap - 1)
+    return np.lexsort((np.asarray(arrival), buckets))
+
+
 # --------------------------------------------------------------------------- constrained (equal subscriptions)
 
 def _constrained(st: _Group) -> np.ndarray:
@@ -285,10 +323,13 @@ def _constrained(st: _Group) -> np.ndarray:
     idx, own = idx[srt], own[srt]
     counts = np.bincount(own, minlength=n)
     keep = np.zeros(n, dtype=np.int64)
-    under: list[int] = []   # members below minQuota, in id order
+    under: list[int] = []   # members below minQuota
     exact: list[int] = []   # members at minQuota that may still get one more
     over = 0                # members already at maxQuota
-    for c, o in enumerate(counts.tolist()):
+    # Kafka visits the members in the order of its HashMap of them: which members may keep maxQuota is
+    # first come, first served in that order
+    for c in java_hash_order(st.ids, st.snap_index).tolist():
+        o = int(counts[c])
         if o < min_q:
             keep[c] = o
             under.append(c)
@@ -301,6 +342,8 @@ def _constrained(st: _Group) -> np.ndarray:
             keep[c] = min_q
             if over < expected:
                 exact.append(c)
+    under.sort()  # then both lists are sorted by member id
+    exact.sort()
     starts = np.zeros(n, dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     kept = (np.arange(len(idx)) - starts[own]) < keep[own]
