@@ -1,35 +1,36 @@
-r"""The streams model of :mod:`.streams_opt` in CP-SAT, for what a flow cannot say.
+r"""The streams model of :mod:`.streams_common` in CP-SAT, exactly, for what a flow cannot say.
 
 Variables (over candidate (task, client) pairs: all of them on small
-instances; caught-up, previous, local-state and the flow's own pairs plus a few
+instances; eligible, held, local-state and the flow's own pairs plus a few
 clients per rack and tag combination on large ones):
 
-    x[t, c]  target         s[t, c]  standby         w[t, c]  warm-up (c not caught up for t)
+    x[t, c]  target         s[t, c]  standby         w[t, c]  warm-up (c not eligible for t)
     z[t, c]  standby on a movement's target          y[t, k, v]  task t's replicas use value v of tag key k
-    o[c]     standbys above client c's capacity
+    e_k      how far count k strays from Balanced
 
-What runs: ``a[t, c] = x[t, c]`` where ``c`` is caught up (or every client is, or
-none), plus ``mv_t = sum_{c not caught up} x[t, c]`` on the task's holder.
+What runs: ``a[t, c] = x[t, c]`` where ``c`` is eligible (caught up, or with
+none the least lag; every client for a free task), plus ``mv_t = sum_{c not
+eligible} x[t, c]`` on the task's holder.
 
-    sum_c x[t, c] = 1,   lo_c <= sum_t x[t, c] <= hi_c,   lo_cg <= sum_{t in g} x[t, c] <= hi_cg
-    sum_c s[t, c] = want (stateful t),   a[t, c] + s[t, c] + w[t, c] <= 1
+    sum_c x[t, c] = 1,   sum_c s[t, c] = want (stateful t),   a[t, c] + s[t, c] + w[t, c] <= 1
     w[t, c] <= x[t, c],   z[t, c] <= x[t, c],   z[t, c] <= s[t, c],   sum w <= budget
-    sum_t s[t, c] <= cap_c + o[c]
+    Balanced, for a count n_c and thread classes W (the clients with w threads):
+        mx_w >= n_c >= mn_w (c in W),   w' * mx_w <= w * mn_w' + balance_factor * w' + e   for all w, w'
+    with e = 0 for active tasks, e = e_k >= 0 for stateful actives, replicas (x + s) and each subtopology
     tags (KIP-708):  y[t, k, v] <= sum_{c: tag_k(c) = v} (a[t, c] + s[t, c]),
                      sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
-                     (best: the most distinct values a standby set can add next to that active)
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
-    minimize, lexicographically: movements; movements neither covered by a standby
-    nor warmed up; KIP-925 cost; standbys above capacity; standbys without local state.
+    minimize, lexicographically: sum_k e_k; the cost of the converged assignment
+        sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c];
+    movements; movements neither covered by a standby nor warmed up; warm-up traffic and standbys
+    without local state.
 
-Hinted with the flow's solution (tags and move cap ignored), which also gives
-the proven lower bound when the movements agree. Fixed ``random_seed``,
-``num_workers`` as given. By default the search is interleaved and the time
-limit counted in deterministic time, so that the same snapshot gives the same
-answer on every run (equal-cost optima included); ``extra["deterministic"] =
-False`` switches to the free-running parallel portfolio (faster on large
-instances, but ties may then be broken differently from run to run).
+Hinted with the flow's plan. Fixed ``random_seed``, ``num_workers`` as given.
+By default the search is interleaved and the time limit counted in
+deterministic time, so that the same snapshot gives the same answer on every
+run; ``extra["deterministic"] = False`` switches to the free-running parallel
+portfolio.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFault
                                TimeLimitError)
 from stickyflow.registry import SolveOptions
 
-from .streams_opt import StreamsModel, StreamsPlan, choose_warmups, movements
+from .streams_common import StreamsModel, StreamsPlan, choose_warmups, movements, plan_decision, target_cost
 
 __all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT"]
 
@@ -60,8 +61,29 @@ def _cp():
     return cp_model
 
 
-def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None) -> StreamsPlan:
-    """Solve ``model`` with CP-SAT within ``options.time_limit`` (default 10 s); see the module docstring."""
+def _balanced(cm, m: StreamsModel, counts: list, excess, name: str) -> None:
+    """Post **Balanced** on ``counts`` (one linear expression per client), strayed from by at most ``excess``."""
+    th = m.threads.tolist()
+    kinds = sorted(set(th))
+    hi_n = m.T * (1 + m.want) + 1
+    mx, mn = {}, {}
+    for w in kinds:
+        mx[w] = cm.new_int_var(0, hi_n, f"{name}_mx{w}")
+        mn[w] = cm.new_int_var(0, hi_n, f"{name}_mn{w}")
+    for c, e in enumerate(counts):
+        cm.add(mx[th[c]] >= e)
+        cm.add(mn[th[c]] <= e)
+    for w in kinds:
+        for w2 in kinds:
+            cm.add(w2 * mx[w] <= w * mn[w2] + m.bf * w2 + excess)
+
+
+def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None,
+                hint: StreamsPlan | None = None) -> StreamsPlan:
+    """Solve ``model`` with CP-SAT within ``options.time_limit`` (default 10 s); see the module docstring.
+
+    ``hint``: a plan of the flow (computed here when not given, with tags and the move cap relaxed).
+    """
     m = model
     started = time.perf_counter() if started is None else started
     limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT
@@ -73,34 +95,27 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                            bound=0, extra={"movements": 0})
 
     # ---- the flow: a hint and a bound (tags and the move cap relaxed)
-    hint = None
-    flow_bound = None
-    flow_moving = None
-    slack = m.standby_slack
-    try:
-        from .streams_flow import solve_flow
+    if hint is None:
+        try:
+            from .streams_flow import solve_flow
 
-        relaxed = _relaxed(m)
-        hint = solve_flow(relaxed)
-        flow_bound = hint.bound  # a relaxation's bound: valid with the same movements and capacities
-        flow_moving = int(hint.extra.get("movements", 0))
-    except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
-        extra["hint_error"] = str(exc)
+            hint = solve_flow(_relaxed(m))
+        except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
+            extra["hint_error"] = str(exc)
+    flow_bound = hint.bound if hint is not None else None
     extra["t_hint"] = round(time.perf_counter() - started, 4)
 
     cp_model = _cp()
     d = _Data(m, hint)
 
-    # ---- model
+    # ---- variables
     cm = cp_model.CpModel()
     nx = len(d.x_t)
     x = [cm.new_bool_var(f"x{i}") for i in range(nx)]
     ns = len(d.s_t)
     s = [cm.new_bool_var(f"s{i}") for i in range(ns)]
-    # movement and warm-up pairs: targets that are not caught up, for constrained tasks
     mv_pairs = np.flatnonzero(d.x_move)
     w = {int(i): cm.new_bool_var(f"w{i}") for i in mv_pairs}
-    # z: standby on a movement's target (needs the standby variable of that pair)
     z = {}
     for i in mv_pairs.tolist():
         j = d.s_index.get((int(d.x_t[i]), int(d.x_c[i])))
@@ -116,38 +131,17 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         terms = [x[i] for i in by_task_x[t] if d.x_move[i]]
         if terms:
             mv_expr[t] = sum(terms)
-    # what runs: a[t, c] as a linear expression per (t, c)
     act: dict[tuple[int, int], Any] = {}
     for i in range(nx):
         if not d.x_move[i]:
             act[(int(d.x_t[i]), int(d.x_c[i]))] = x[i]
     for t, e in mv_expr.items():
-        h = int(m.holder[t])
-        key = (t, h)
+        key = (t, int(m.holder[t]))
         act[key] = act[key] + e if key in act else e
-    # balance
-    by_client_x = _group_lists(d.x_c, m.C)
-    loads = [sum(x[i] for i in by_client_x[c]) for c in range(m.C)]
-    lo, hi = m.extra.get("band") or m.bands[0]  # the flow's band (fewest movements, most even), else the most even
-    for c in range(m.C):
-        cm.add_linear_constraint(loads[c], int(lo[c]), int(hi[c]))
-    if m.sub_lo is not None:
-        cg = d.x_c * m.G + m.sub[d.x_t]
-        groups = _group_lists(cg, m.C * m.G)
-        for c in range(m.C):
-            for g in range(m.G):
-                terms = [x[i] for i in groups[c * m.G + g]]
-                lo_, hi_ = int(m.sub_lo[c, g]), int(m.sub_hi[c, g])
-                if terms:
-                    cm.add_linear_constraint(sum(terms), lo_, hi_)
-                elif lo_ > 0:
-                    raise InfeasibleError("balance_subtopology: a client cannot reach its share of a subtopology")
-    # standbys
     if m.want:
         by_task_s = _group_lists(d.s_t, m.T)
         for t in np.flatnonzero(m.stateful).tolist():
             cm.add(sum(s[j] for j in by_task_s[t]) == m.want)
-    # one role per (task, client)
     roles: dict[tuple[int, int], list] = {}
     for key, e in act.items():
         roles.setdefault(key, []).append(e)
@@ -165,30 +159,43 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         cm.add_implication(zv, s[j])
     if w:
         cm.add(sum(w.values()) <= m.budget)
-    # standby capacity (soft)
-    over = []
+
+    # balance: active tasks (a rule), stateful actives, replicas, subtopologies (rules where they can hold)
+    by_client_x = _group_lists(d.x_c, m.C)
+    loads = [sum(x[i] for i in by_client_x[c]) for c in range(m.C)]
+    _balanced(cm, m, loads, 0, "act")
+    excess = []
+    big = m.T * (1 + m.want) * int(m.threads.max()) + 1
+    if m.stateful.any() and (~m.stateful).any():
+        e = cm.new_int_var(0, big, "e_stateful")
+        _balanced(cm, m, [sum(x[i] for i in by_client_x[c] if m.stateful[d.x_t[i]]) for c in range(m.C)], e, "stf")
+        excess.append(e)
     if m.want:
-        cap = m.standby_cap(slack)
         by_client_s = _group_lists(d.s_c, m.C)
-        for c in range(m.C):
-            if by_client_s[c]:
-                o = cm.new_int_var(0, len(by_client_s[c]), f"o{c}")
-                cm.add(sum(s[j] for j in by_client_s[c]) <= int(cap[c]) + o)
-                over.append(o)
+        e = cm.new_int_var(0, big, "e_replicas")
+        _balanced(cm, m, [loads[c] + sum(s[j] for j in by_client_s[c]) for c in range(m.C)], e, "rep")
+        excess.append(e)
+    if m.sub_balance:
+        cg = d.x_c * m.G + m.sub[d.x_t]
+        groups = _group_lists(cg, m.C * m.G)
+        for g in range(m.G):
+            e = cm.new_int_var(0, big, f"e_sub{g}")
+            _balanced(cm, m, [sum(x[i] for i in groups[c * m.G + g]) for c in range(m.C)], e, f"sub{g}")
+            excess.append(e)
+
     # tag spreading
     n_tag_vars = 0
     drop = 0
     if m.tag_keys and m.want:
         best, best2 = _best_spread(m)
         drop = int((best[:, None] - best2).max())
-        vals = m.combos[m.client_combo]  # (C, K) value codes
+        vals = m.combos[m.client_combo]
         K = m.combos.shape[1]
         holders: dict[int, list[tuple[int, Any]]] = {}
         for (t, c), e in act.items():
             if m.stateful[t]:
                 holders.setdefault(t, []).append((c, e))
         by_task_s = _group_lists(d.s_t, m.T)
-        # a warm-up runs only beside the holder, so its cost in spread is known per (task, client)
         by_task_w: dict[int, list] = {}
         for i, v in w.items():
             t, c = int(d.x_t[i]), int(d.x_c[i])
@@ -212,38 +219,34 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                     n_tag_vars += 1
             need = sum(int(best[m.client_combo[c]]) * e for c, e in holders.get(t, []))
             cm.add(sum(ys) >= need - sum(by_task_w.get(t, [])))
-    # move cap
     if m.max_moves is not None:
         kept = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
         cm.add(int(m.had.sum()) - sum(kept) <= m.max_moves)
 
     # ---- objective (lexicographic by weights)
-    cost_terms = []
-    for (t, c), e in act.items():
-        cost_terms.append(int(m.active_cost(np.array([t]), np.array([c]))[0]) * e)
-    rep = d.s_rep
-    cost_terms += [int(rep[j]) * s[j] for j in range(ns) if rep[j]]
+    xcost = m.active_cost(d.x_t, d.x_c)
+    cost_terms = [int(c_) * x[i] for i, c_ in enumerate(xcost.tolist()) if c_]
+    scost = m.standby_cost(d.s_t, d.s_c) if ns else np.zeros(0, dtype=np.int64)
+    cost_terms += [int(c_) * s[j] for j, c_ in enumerate(scost.tolist()) if c_]
     wrep = m.replica_cost(d.x_t[mv_pairs], d.x_c[mv_pairs]) if len(mv_pairs) else np.zeros(0, dtype=np.int64)
-    cost_terms += [int(r) * w[int(i)] for i, r in zip(mv_pairs.tolist(), wrep.tolist()) if r]
-    tie_terms = [int(d.s_tie[j]) * s[j] for j in range(ns) if d.s_tie[j]]
+    low_terms = [int(r) * w[int(i)] for i, r in zip(mv_pairs.tolist(), wrep.tolist()) if r]
+    low_terms += [int(d.s_tie[j]) * s[j] for j in range(ns) if d.s_tie[j]]
     n_moving = sum(mv_expr.values()) if mv_expr else 0
     covered = [zv for zv, _ in z.values()] + list(w.values())
     uncovered = n_moving - sum(covered) if covered else n_moving
-    tie_max = 2 * ns + 1
-    cost_max = _cost_max(m) + 1
-    over_max = ns + 1
-    unc_max = int(m.constrained.sum()) + 1
-    scale4 = tie_max                 # one standby above capacity outweighs every tie
-    scale3 = over_max * scale4       # one unit of cost outweighs every overflow
-    scale2 = cost_max * scale3       # one uncovered movement outweighs every cost
-    scale1 = unc_max * scale2        # one movement outweighs everything below
-    if scale1 * (unc_max + 1) > 2**62:
+    n_con = int(m.constrained.sum()) + 1
+    low_max = 2 * ns + m.budget * (int(m.rep_cell.max(initial=0)) + 1) + 1
+    s4 = low_max                   # one uncovered movement outweighs every low term
+    s3 = n_con * s4                # one movement outweighs every uncovered one
+    s2 = n_con * s3                # one unit of cost outweighs every movement
+    s1 = (_cost_max(m) + 1) * s2   # one unit of balance excess outweighs every cost
+    if s1 * (big * max(1, len(excess)) + 1) > 2**62:
         raise StickyflowError("CP-SAT: the instance is too large for the lexicographic weights")
-    objective = scale1 * n_moving + scale2 * uncovered + scale3 * sum(cost_terms) + scale4 * sum(over) \
-        + sum(tie_terms)
-    cm.minimize(objective)
+    total_excess = sum(excess) if excess else 0
+    cost_expr = sum(cost_terms) if cost_terms else 0
+    cm.minimize(s1 * total_excess + s2 * cost_expr + s3 * n_moving + s4 * uncovered
+                + (sum(low_terms) if low_terms else 0))
 
-    # ---- hint
     if hint is not None:
         _add_hint(cm, m, d, hint, x, s, w, z)
 
@@ -252,15 +255,13 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     p = solver.parameters
     remaining = max(0.0, limit - (time.perf_counter() - started))
     if options.extra.get("deterministic", True):
-        # reproducible: interleaved search is deterministic whatever num_workers is, and the limit is
-        # counted in deterministic time; the wall-clock limit (twice as long) stays as a guard
         p.interleave_search = True
         p.max_deterministic_time = max(remaining, 1e-3)
         p.max_time_in_seconds = max(2 * remaining, 1e-3)
     else:
         p.max_time_in_seconds = max(remaining, 1e-3)
     p.random_seed = int(options.seed)
-    p.symmetry_level = 0  # symmetry detection in presolve costs seconds on symmetric (rack-less) instances
+    p.symmetry_level = 0
     if options.num_workers is not None:
         p.num_workers = int(options.num_workers)
     t1 = time.perf_counter()
@@ -273,7 +274,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         raise SolverFaultError(f"CP-SAT: invalid model ({cm.validate()})")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         kept = _valid_hint(m, hint)
-        if kept is not None:  # keep the best solution there is: the flow's, when it keeps every rule
+        if kept is not None:
             kept.extra = {**kept.extra, **extra, "note": "CP-SAT found no solution in time; the flow's is kept"}
             return kept
         raise TimeLimitError(f"CP-SAT found no solution within the time limit of {limit:g} s")
@@ -296,32 +297,27 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         if solver.boolean_value(v):
             warm[int(d.x_t[i])] = int(d.x_c[i])
     covered_mask = moving & (standby == target[:, None]).any(axis=1) if m.want else np.zeros(m.T, dtype=bool)
-    # warm-ups the solver left out although the budget allows (ties in the objective): add them
-    if int((warm >= 0).sum()) < m.budget:
+    if int((warm >= 0).sum()) < m.budget and not (m.tag_keys and drop):
         extra_warm = choose_warmups(m, target, moving & ~covered_mask & (warm < 0), active)
         room = m.budget - int((warm >= 0).sum())
         add = np.flatnonzero(extra_warm >= 0)[:room]
         warm[add] = extra_warm[add]
-    n_mov = int(moving.sum())
-    over_total = sum(solver.value(o) for o in over)
-    extra.update(movements=n_mov, covered_by_standby=int(covered_mask.sum()), warmups=int((warm >= 0).sum()),
-                 standby_overflow=int(over_total), standby_slack=slack)
+    ex = [int(solver.value(e)) for e in excess]
+    extra.update(movements=int(moving.sum()), covered_by_standby=int(covered_mask.sum()),
+                 warmups=int((warm >= 0).sum()), balance_excess=int(sum(ex)))
     plan = StreamsPlan(target=target, active=active, warmup=warm, standby=standby, method="cpsat",
                        status="optimal" if (status == cp_model.OPTIMAL and d.full) else "feasible", extra=extra)
-    # ---- the bound: CP-SAT's own (when the higher ranks are settled), or the flow's (same movements)
+    # ---- the bound: CP-SAT's own (when the balance excess is settled), or the flow's (when balanced anyway)
     bounds = []
-    sol = [int(round(solver.value(e))) if not isinstance(e, int) else e for e in (n_moving, uncovered)]
-    prefix = scale1 * sol[0] + scale2 * sol[1]
     bb = int(np.floor(solver.best_objective_bound))
+    prefix = s1 * sum(ex)
     if d.full and bb >= prefix:
-        bounds.append((bb - prefix) // scale3)
-    if flow_bound is not None and flow_moving == n_mov and not (drop and (warm >= 0).any()):
+        bounds.append((bb - prefix) // s2)
+    if flow_bound is not None and not sum(ex) and not m.tag_keys and m.max_moves is None:
         bounds.append(int(flow_bound))
     plan.bound = max(bounds) if bounds else None
     if status == cp_model.OPTIMAL and d.full:
-        from .streams_opt import plan_cost
-
-        plan.bound = plan_cost(m, plan)  # proven: nothing cheaper with as few movements
+        plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance
     return plan
 
 
@@ -331,14 +327,12 @@ def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None
         return None
     from stickyflow.streams_check import streams_metrics, validate_streams
 
-    from .streams_opt import plan_decision
-
     d = plan_decision(m, hint)
     if validate_streams(m.snap, d.assignment, followup_rebalance_deadline_ms=d.followup_rebalance_deadline_ms):
         return None
     if m.max_moves is not None and streams_metrics(m.snap, d.assignment)["moves"] > m.max_moves:
         return None
-    if hint.status == "optimal" and hint.bound is not None and m.tag_keys and m.want >= 2:
+    if hint.status == "optimal" and m.tag_keys and m.want >= 2:
         hint.status = "feasible"  # its bound ignores the tags: still a bound, but not a proof
     return hint
 
@@ -355,8 +349,8 @@ class _Data:
             xt, xc = np.meshgrid(np.arange(T), np.arange(C), indexing="ij")
             xt, xc = xt.reshape(-1), xc.reshape(-1)
         else:
-            parts_t = [m.cu_t, m.prev_t, m.state_t]
-            parts_c = [m.cu_c, m.prev_c, m.state_c]
+            parts_t = [m.cu_t, m.prev_t, m.state_t, m.held_t]
+            parts_c = [m.cu_c, m.prev_c, m.state_c, m.held_c]
             if hint is not None:
                 parts_t += [np.arange(T)]
                 parts_c += [hint.target]
@@ -368,7 +362,6 @@ class _Data:
         keys = xc * T + xt
         self.x_t, self.x_c = xt, xc
         self.x_move = m.constrained[xt] & ~np.isin(keys, m.cu_keys)
-        # standby candidates
         S = np.flatnonzero(m.stateful)
         if not m.want or not len(S):
             st = sc = np.zeros(0, dtype=np.int64)
@@ -376,8 +369,8 @@ class _Data:
             st, sc = np.meshgrid(S, np.arange(C), indexing="ij")
             st, sc = st.reshape(-1), sc.reshape(-1)
         else:
-            parts_t = [xt[m.stateful[xt]], m.state_t]
-            parts_c = [xc[m.stateful[xt]], m.state_c]
+            parts_t = [xt[m.stateful[xt]], m.state_t, m.held_t]
+            parts_c = [xc[m.stateful[xt]], m.state_c, m.held_c]
             if hint is not None:
                 parts_t.append(np.repeat(np.arange(T), m.want))
                 parts_c.append(hint.standby.reshape(-1))
@@ -390,7 +383,6 @@ class _Data:
             sc, st = key // T, key % T
         self.s_t, self.s_c = st, sc
         self.s_index = {(int(a), int(b)): j for j, (a, b) in enumerate(zip(st.tolist(), sc.tolist()))}
-        self.s_rep = m.replica_cost(st, sc) if len(st) else np.zeros(0, dtype=np.int64)
         tie = np.full(len(st), 2, dtype=np.int64)
         if len(st) and len(m.state_t):
             lookup = {(int(t), int(c)): int(v) for t, c, v in zip(m.state_t, m.state_c, m.state_tie)}
@@ -421,6 +413,14 @@ def _group_lists(keys: np.ndarray, n: int) -> list[list[int]]:
     return out
 
 
+
+def _group_lists(keys: np.ndarray, n: int) -> list[list[int]]:
+    out: list[list[int]] = [[] for _ in range(n)]
+    for i, k in enumerate(np.asarray(keys).tolist()):
+        out[k].append(i)
+    return out
+
+
 def _relaxed(m: StreamsModel) -> StreamsModel:
     """The same model without the move cap, and without tags unless one standby (what the flow can solve)."""
     import copy
@@ -433,16 +433,15 @@ def _relaxed(m: StreamsModel) -> StreamsModel:
     r.combos = np.zeros((1, 0), dtype=np.int64)
     r.client_combo = np.zeros(m.C, dtype=np.int64)
     r.combo_count = np.array([m.C], dtype=np.int64)
-    r.max_moves = None
     r.extra = m.extra
     return r
 
 
 def _cost_max(m: StreamsModel) -> int:
-    """An upper bound on the cost of any assignment (actives, standbys and a warm-up per task)."""
+    """An upper bound on the cost of any converged assignment (actives and standbys)."""
     act = m.act_cell.max(axis=1) + m.move_cost
-    rep = m.rep_cell.max(axis=1)
-    return int((np.maximum(act, m.hold_cost) + (m.want + 1) * rep).sum())
+    rep = m.rep_cell.max(axis=1) + m.noc
+    return int((act + m.want * np.where(m.stateful, rep, 0)).sum())
 
 
 def _best_spread(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
@@ -485,6 +484,8 @@ def _n_multisets(M: int, k: int) -> int:
     from math import comb
 
     return comb(M + k - 1, k) if k else 1
+
+
 
 
 def _add_hint(cm, m: StreamsModel, d: _Data, hint: StreamsPlan, x, s, w, z) -> None:

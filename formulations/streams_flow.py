@@ -1,52 +1,44 @@
-r"""The streams model of :mod:`.streams_opt` as two min-cost flows (OR-Tools ``SimpleMinCostFlow``).
+r"""The streams model of :mod:`.streams_common` as min-cost flows (OR-Tools ``SimpleMinCostFlow``).
 
-**Actives.** Every task sends one unit to a client; client ``c`` takes between
-``lo_c`` and ``hi_c`` (lower bounds moved into the supplies), and with
-``balance_subtopology`` every (client, subtopology) node between ``lo_cg`` and
-``hi_cg`` first (a laminar family, so still a flow). A unit's cost is
+**Actives** (the target). Every task sends one unit to a client. Balance is a
+set of boxes, not a price: for one candidate least level of active tasks and
+one of stateful active tasks (:func:`.streams_common.balance_boxes`) the
+client ``c`` takes between ``lo_c`` and ``hi_c`` tasks, of which between
+``lo'_c`` and ``hi'_c`` stateful (a laminar family: task -> (client,
+stateful?) -> client -> sink, lower bounds moved into the supplies), and under
+``balance_subtopology`` each (client, subtopology) node sits below its
+(client, stateful?) node with its own box. A unit costs
 
-    caught-up (or free) client c:   traffic * cross(t, rack c) + non_overlap * [c not a previous owner]
-    any other client c:             W + cost of t on its holder (+ traffic * changelog cross of the
-                                    warm-up on c)            (a *movement*; W outweighs every cost)
+    K * (active_cost(t, c) + standby_floor(t, c)) + [t constrained and c not eligible]
 
-The cost depends on a client through its rack only, so the graph is
-compressed: a task has explicit arcs to its previous owners or caught-up
-clients, one arc per rack its partitions name (the rack pool), and one arc to a
-hub reaching every rack at the cost of a rack its partitions do not name; pools
-then feed the clients. About ``tasks x (named racks + caught-up clients + 1)``
-arcs instead of ``tasks x clients``.
+where ``standby_floor(t, c)`` is what the task's ``want`` standbys cost at
+least with the active on ``c`` (the ``want`` cheapest other clients, a held
+one free of the standby move), and the last term, below one unit of cost
+(``K = T + 1``), prefers a target that can run at once (no warm-up) among equal
+costs. The cost depends on a client through its rack, except for the few
+clients that held the task or are eligible for it, so the graph is compressed:
+explicit arcs to those, one arc per rack cell cheaper than the dearest, one to
+a hub reaching every cell; cells feed the clients.
 
-The bands of :func:`.streams_opt.balance_bands` are tried from the most even
-while movements remain; the first with the fewest movements wins. Actives are
-placed knowing where their standbys may go: a standby never shares its active's
-client, so each cell also carries the standby traffic it leaves. Without tags
-that is the ``want`` cheapest other clients, exact where there are no
-movements (each task's standbys are then independent of the others'; it
-decides the placement when every other client must hold a standby, as with
-two clients and one standby). With tags (one standby per task) the pools are
-(rack, tag combination) cells and every cell carries the cheapest standby its
-tag rule leaves; when movements remain, a second target that prefers movements
-whose target may hold a standby is tried too, and the plan with fewer
-movements left uncovered (then lower cost) is kept.
+The flow is solved first over the hull of the boxes (a relaxation): when its
+target is balanced in every count it is optimal at once; otherwise once per
+pair of boxes (active, stateful), and the cheapest balanced target wins
+(balance in stateful tasks and subtopologies yields only where no box fits).
+The least flow value over the boxes is the proven lower bound in
+``solver.bound``.
 
-**Standbys**, given what runs: first one on the target of every movement
-whose tag rule allows it (it warms that client up without spending the warm-up
-budget), then a flow: every stateful task sends its remaining units to clients
-other than its active one; a unit costs ``K1 * traffic * changelog cross +
-tie`` (``tie``: 0 where the client's state is caught up, 1 where it lags, 2
-where it has none) and a client's units above ``cap_c`` cost ``K2`` more, with
-``K1`` and ``K2`` making traffic, then balance, then ties lexicographic. With
-tags (one standby per task) only clients whose tag values add the most distinct
-values are reached. Small instances get one arc per (task, client): exact.
-Large ones use rack pools, whose units are then matched to clients so that no
-client holds two roles of a task (swaps inside a pool, where every client costs
-the same).
-
-**Bound.** The active flow without warm-up costs, each active cell priced
-with the standbys it leaves room for as above (with tags, also at least the
-plain active flow plus each standby on its task's cheapest rack), is a lower
-bound on the cost of any valid assignment in the same band with as few
-movements; when the solution reaches it, the status is ``optimal``.
+**Standbys**, given what runs: every stateful task sends ``want`` units to
+clients other than its active one; a unit costs ``K1 * standby_cost(t, c) +
+tie`` (``tie``: 0 where the client's state is caught up or the client is the
+task's movement target, 1 where it lags, 2 where it has none) and each client
+has soft bounds from a **Balanced** box of replicas (active + standby): units
+below ``lo`` earn ``K2``, units above ``hi`` pay ``K2``, with ``K2`` above any
+total cost, so replica balance comes first wherever it is reachable. With tags
+(one standby per task) only clients whose tag values add the most distinct
+values are reached. Small instances get one arc per (task, client); large ones
+rack pools, whose units are then matched to clients so that no client holds two
+roles of a task. **Warm-ups** go to the uncovered movements, cheapest first,
+within the budget.
 """
 
 from __future__ import annotations
@@ -57,10 +49,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
+from stickyflow.streams_check import balance_excess
 
-from .streams_opt import StreamsModel, StreamsPlan, choose_warmups, movements, plan_cost
+from .streams_common import (StreamsModel, StreamsPlan, box_hull, choose_warmups, movements, target_cost,
+                             balance_boxes)
 
-__all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_lower_bound", "allowed_combos",
+__all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
            "EXPLICIT_STANDBY_ARCS"]
 
 EXPLICIT_STANDBY_ARCS = 400_000  # above this many (task, client) pairs the standby flow uses rack pools
@@ -76,69 +70,45 @@ def _ortools():
 
 
 def solve_flow(model: StreamsModel) -> StreamsPlan:
-    """Solve ``model`` with the flows: actives, standbys, warm-ups; with the lower bound."""
+    """Solve ``model`` with the flows: actives over the balance boxes, standbys, warm-ups; with the bound."""
     m = model
     t0 = time.perf_counter()
-    extra: dict = {}
     if not m.T or not m.C:
         empty = np.full(m.T, -1, dtype=np.int64)
         return StreamsPlan(target=empty, active=empty, warmup=empty.copy(),
                            standby=np.full((m.T, m.want), -1, dtype=np.int64), method="flow", status="optimal",
                            bound=0, extra={"movements": 0})
-    warm_matters = bool(m.rep_cell.any())
-    # price each active with the standbys it leaves room for: with tags always (the tag rule depends on the
-    # active), without tags when standbys cost traffic (they cannot share the active's client, which matters
-    # most when every other client must hold one, e.g. 2 clients and a standby)
-    aware = m.want > 0 and (bool(m.tag_keys) or warm_matters)
-    # the most even band unless a looser one (still within balance_factor) needs fewer movements
-    sols = []
-    for rank, (lo, hi) in enumerate(m.bands):
-        try:
-            sols.append((solve_actives(m, lo, hi, warm_cross=warm_matters, standby_aware=aware), lo, hi, rank))
-        except InfeasibleError:  # a subtopology band may not fit a client band
-            continue
-        if sols[-1][0].movements == 0:
-            break
-    if not sols:
-        raise InfeasibleError("no balanced target fits the subtopology bands")
-    sol, lo, hi, rank = min(sols, key=lambda s: (s[0].movements, s[3], s[0].cost))
-    extra["band"] = rank
-    m.extra["band"] = (lo, hi)
-    candidates = [sol]
-    if m.tag_keys and aware and sol.movements:
-        # with tags a movement's target may be barred from holding a standby; also try the targets that
-        # prefer coverage by a standby, and keep whichever leaves fewer movements uncovered, then costs less
-        candidates.append(solve_actives(m, lo, hi, warm_cross=warm_matters, standby_aware=True, coverage=True))
+    sol, bound, info = best_target(m)
+    extra = dict(info)
     extra["t_actives"] = round(time.perf_counter() - t0, 4)
-
     t1 = time.perf_counter()
-    best = None
-    for cand in candidates:
-        plan = _complete(m, cand.target)
-        key = (plan.extra["movements"] - plan.extra["covered_by_standby"] - plan.extra["warmups"],
-               plan_cost(m, plan))
-        if best is None or key < best[0]:
-            best = (key, plan)
-    plan = best[1]
+    plan = complete_plan(m, sol.target)
     extra["t_standbys"] = round(time.perf_counter() - t1, 4)
-
-    # lower bounds among targets in this band with as few movements: actives without warm-up costs, priced
-    # with the standbys each active allows (without tags this dominates the plain bound below), or plain
-    # actives plus each standby's cheapest rack
-    bound = 0
-    if aware:
-        bound = sol.cost if not (sol.movements and warm_matters) else \
-            solve_actives(m, lo, hi, warm_cross=False, standby_aware=True).cost
-    if not aware or m.tag_keys:
-        lb_plain = sol.cost if not aware and not (sol.movements and warm_matters) else \
-            solve_actives(m, lo, hi, warm_cross=False).cost
-        bound = max(bound, lb_plain + standby_lower_bound(m))
     plan.bound = int(bound)
-    plan.extra = {**extra, **plan.extra, "t_flow": round(time.perf_counter() - t0, 4)}
+    tc = target_cost(m, plan)
+    balanced = _counts_balanced(m, plan)
+    plan.status = "optimal" if tc == bound and all(balanced.values()) else "feasible"
+    plan.extra = {**extra, **plan.extra, "balanced_counts": balanced, "t_flow": round(time.perf_counter() - t0, 4)}
     return plan
 
 
-def _complete(m: StreamsModel, target: np.ndarray) -> StreamsPlan:
+def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:
+    """Which counts of the converged assignment (targets as actives) are Balanced."""
+    C, bf, th = m.C, m.bf, m.threads
+    tg = plan.target
+    act = np.bincount(tg, minlength=C)
+    out = {"active": balance_excess(act, th, bf) == 0,
+           "stateful": balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf) == 0}
+    sc = plan.standby.reshape(-1)
+    rep = act + np.bincount(sc[sc >= 0], minlength=C)
+    out["replicas"] = balance_excess(rep, th, bf) == 0
+    if m.sub_balance:
+        out["subtopology"] = all(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) == 0
+                                 for g in range(m.G))
+    return out
+
+
+def complete_plan(m: StreamsModel, target: np.ndarray) -> StreamsPlan:
     """What runs, standbys and warm-ups for a target."""
     moving = movements(m, target)
     active = np.where(moving, m.holder, target)
@@ -152,6 +122,302 @@ def _complete(m: StreamsModel, target: np.ndarray) -> StreamsPlan:
     return StreamsPlan(target=target, active=active, warmup=warm, standby=standby, method="flow",
                        status="optimal", extra=info)
 
+
+# --------------------------------------------------------------------------- choosing the boxes
+
+def _homogeneous_subtopologies(m: StreamsModel) -> bool:
+    if not m.T:
+        return True
+    s = np.zeros(m.G, dtype=np.int64)
+    n = np.bincount(m.sub, minlength=m.G)
+    np.add.at(s, m.sub, m.stateful.astype(np.int64))
+    return bool(((s == 0) | (s == n)).all())
+
+
+def best_target(m: StreamsModel) -> tuple["ActiveSolution", int, dict]:
+    """The cheapest balanced target over the candidate boxes, and the least flow value (the bound)."""
+    C, th, bf = m.C, m.threads, m.bf
+    floor = standby_floor(m)
+    use_stateful = bool(m.boxes_stateful) and m.stateful.any() and (~m.stateful).any() and \
+        (not m.sub_balance or _homogeneous_subtopologies(m))
+    sub_boxes = m.subtopology_boxes() if m.sub_balance else None
+    sub_hull = [box_hull(b) for b in sub_boxes] if sub_boxes else None
+    sub_even = [b[0] for b in sub_boxes] if sub_boxes else None
+
+    def excess(sol: ActiveSolution) -> tuple[int, int]:
+        tg = sol.target
+        e1 = balance_excess(np.bincount(tg, minlength=C), th, bf)
+        e = balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf) if use_stateful else 0
+        if m.sub_balance:
+            e += sum(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) for g in range(m.G))
+        return e1, e
+
+    def run(b1, b2, sub):
+        try:
+            return solve_actives(m, b1, b2, sub, floor)
+        except InfeasibleError:
+            return None
+
+    flows = 0
+    hull1 = box_hull(m.boxes)
+    hull2 = box_hull(m.boxes_stateful) if use_stateful else None
+    first = run(hull1, hull2, sub_hull)
+    flows += 1
+    if first is None:
+        first = run(hull1, None, None)  # the stateful / subtopology hulls cannot both hold: relax them
+        flows += 1
+    if first is None:
+        raise InfeasibleError("no target fits the balance boxes")
+    if excess(first) == (0, 0):
+        return first, first.value, {"flows": flows, "boxes": "hull"}
+    # one flow per pair of boxes; the bound is the least value over boxes that cover every balanced target
+    cands: list[tuple[tuple, ActiveSolution]] = []
+    bound_parts = []
+    for b1 in m.boxes:
+        best_here = None
+        for b2 in (m.boxes_stateful if use_stateful else [None]):
+            for sub in ([sub_hull, sub_even] if m.sub_balance else [None]):
+                sol = run(b1, b2, sub)
+                flows += 1
+                if sol is None:
+                    continue
+                e1, e = excess(sol)
+                if sub is sub_hull or not m.sub_balance:
+                    best_here = sol.value if best_here is None else min(best_here, sol.value)
+                cands.append(((e1 > 0, e, sol.value, sol.movements), sol))
+                if e == 0:
+                    break
+        if best_here is None:  # the stateful / subtopology boxes cannot hold with this box: relax them
+            sol = run(b1, hull2, sub_hull) or run(b1, None, None)
+            flows += 1
+            if sol is not None:
+                e1, e = excess(sol)
+                cands.append(((e1 > 0, e, sol.value, sol.movements), sol))
+                best_here = sol.value
+        if best_here is not None:
+            bound_parts.append(best_here)
+    if not cands:
+        raise InfeasibleError("no target fits the balance boxes")
+    key, sol = min(cands, key=lambda kv: kv[0])
+    if key[0]:
+        raise SolverFaultError("active flow: no box gave a balanced target")
+    bound = min(bound_parts) if bound_parts else first.value
+    return sol, min(bound, sol.value), {"flows": flows, "boxes": "enumerated"}
+
+
+# --------------------------------------------------------------------------- actives
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ActiveSolution:
+    """A target (client per task), its movements, and the flow's value (cost of the target with standby floors)."""
+
+    target: np.ndarray
+    movements: int
+    value: int
+
+
+def standby_floor(m: StreamsModel) -> "StandbyFloor":
+    """What a task's ``want`` standbys cost at least, by where its active is (see :class:`StandbyFloor`)."""
+    return StandbyFloor(m)
+
+
+class StandbyFloor:
+    """The least cost of ``want`` standbys of each stateful task on clients other than its active one.
+
+    A standby on client ``c`` costs ``standby_cost(t, c)``: the changelog
+    traffic of ``c``'s rack, plus ``noc[t]`` unless ``c`` held the task. Per
+    task the clients form groups of equal price (the clients of a rack that did
+    not hold it; each client that did); with ``S`` the sum of the ``want``
+    cheapest units, ``p_w`` the price of the ``want``-th and ``p_n`` of the
+    next, leaving out a client of price ``p`` costs ``S - p + p_n`` when ``p <=
+    p_w``, else ``S``. ``cell[t, r]`` is the floor with the active on a client
+    of rack ``r`` that did not hold the task; :meth:`pairs` gives it for any
+    (task, client) pairs.
+    """
+
+    def __init__(self, m: StreamsModel):
+        self.m = m
+        T, R1 = m.T, m.R + 1
+        self.cell = np.zeros((T, R1), dtype=np.int64)
+        self.S = np.zeros(T, dtype=np.int64)
+        self.pw = np.zeros(T, dtype=np.int64)
+        self.pn = np.zeros(T, dtype=np.int64)
+        if not m.want or not T or not m.stateful.any():
+            return
+        n_r = np.bincount(m.cell, minlength=R1)
+        hc = np.zeros((T, R1), dtype=np.int64)
+        np.add.at(hc, (m.held_t, m.cell[m.held_c]), 1)
+        price_free = m.rep_cell + m.noc[:, None]
+        count_free = n_r[None, :] - hc
+        # held entries, padded per task
+        o = np.argsort(m.held_t, kind="stable")
+        ht, hcl = m.held_t[o], m.held_c[o]
+        k = np.bincount(ht, minlength=T)
+        hmax = int(k.max()) if len(k) else 0
+        P = np.full((T, R1 + hmax), np.iinfo(np.int64).max // 4, dtype=np.int64)
+        N = np.zeros((T, R1 + hmax), dtype=np.int64)
+        P[:, :R1] = price_free
+        N[:, :R1] = count_free
+        if len(ht):
+            slot = np.arange(len(ht)) - np.repeat(np.cumsum(k) - k, k)
+            P[ht, R1 + slot] = m.rep_cell[ht, m.cell[hcl]]
+            N[ht, R1 + slot] = 1
+        order = np.argsort(P, axis=1, kind="stable")
+        P = np.take_along_axis(P, order, axis=1)
+        N = np.take_along_axis(N, order, axis=1)
+        cum = np.cumsum(N, axis=1)
+        w = m.want
+        take = np.clip(w - (cum - N), 0, N)
+        S = (take * np.minimum(P, np.iinfo(np.int64).max // 8)).sum(axis=1)
+        rows = np.arange(T)
+        iw = np.argmax(cum >= w, axis=1)
+        inn = np.argmax(cum >= w + 1, axis=1)
+        pw = P[rows, iw]
+        pn = np.where(cum[:, -1] >= w + 1, P[rows, inn], P[rows, iw])
+        st = m.stateful
+        self.S = np.where(st, S, 0)
+        self.pw = np.where(st, pw, 0)
+        self.pn = np.where(st, pn, 0)
+        self.cell = np.where(st[:, None], self._leave(np.arange(T)[:, None], price_free), 0)
+
+    def _leave(self, t, p):
+        return np.where(p <= self.pw[t], self.S[t] - p + self.pn[t], self.S[t])
+
+    def pairs(self, t: np.ndarray, c: np.ndarray) -> np.ndarray:
+        m = self.m
+        if not m.want or not len(t):
+            return np.zeros(len(t), dtype=np.int64)
+        p = m.standby_cost(t, c)
+        return np.where(m.stateful[t], self._leave(t, p), 0)
+
+
+def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: StandbyFloor) -> ActiveSolution:
+    """The cheapest target inside the boxes (see the module docstring); InfeasibleError when none fits.
+
+    ``box1``: (lo, hi) of active tasks per client; ``box2``: of stateful
+    active tasks, or None; ``sub_boxes``: per subtopology (lo, hi), or None.
+    """
+    T, C = m.T, m.C
+    K = T + 1
+    sub = sub_boxes is not None
+    keyn = m.G if sub else 2
+    key_t = m.sub if sub else m.stateful.astype(np.int64)
+    # stateful flag of each key (subtopologies are homogeneous whenever box2 is given with sub boxes)
+    if sub:
+        g_state = np.zeros(m.G, dtype=np.int64)
+        np.maximum.at(g_state, m.sub, m.stateful.astype(np.int64))
+    cells, ccell = np.unique(m.cell, return_inverse=True)
+    ccell = ccell.reshape(-1).astype(np.int64)
+    ncell = len(cells)
+    # nodes
+    base_split = T                      # (c, s): 2C
+    base_client = base_split + 2 * C
+    base_entry = base_client + C        # (c, g) with subtopology boxes
+    n_entry = C * m.G if sub else 0
+    base_cell = base_entry + n_entry
+    base_hub = base_cell + keyn * ncell
+    sink = base_hub + keyn
+    supplies = np.zeros(sink + 1, dtype=np.int64)
+    supplies[:T] = 1
+    supplies[sink] = -T
+
+    def split(c, s):
+        return base_split + 2 * c + s
+
+    def entry(c, k):
+        return base_entry + c * m.G + k if sub else split(c, k)
+
+    arcs = _Arcs()
+
+    def boxed(kind, tail, head, lo, hi):
+        lo = np.asarray(lo, dtype=np.int64)
+        hi = np.asarray(hi, dtype=np.int64)
+        if (hi < lo).any():
+            raise InfeasibleError("empty box")
+        tail = np.broadcast_to(np.asarray(tail, dtype=np.int64), lo.shape)
+        head = np.broadcast_to(np.asarray(head, dtype=np.int64), lo.shape)
+        arcs.add(kind, tail, head, hi - lo, 0)
+        np.subtract.at(supplies, tail, lo)
+        np.add.at(supplies, head, lo)
+
+    cc = np.arange(C)
+    lo1, hi1 = box1
+    boxed("client_sink", base_client + cc, sink, lo1, hi1)
+    if box2 is not None:
+        boxed("split1", split(cc, 1), base_client + cc, box2[0], box2[1])
+    else:
+        arcs.add("split1", split(cc, 1), base_client + cc, T, 0)
+    arcs.add("split0", split(cc, 0), base_client + cc, T, 0)
+    if sub:
+        for g in range(m.G):
+            lo, hi = sub_boxes[g]
+            boxed("entry", entry(cc, g), split(cc, int(g_state[g])), lo, hi)
+    kk, rr = np.meshgrid(np.arange(keyn), np.arange(ncell), indexing="ij")
+    kk, rr = kk.reshape(-1), rr.reshape(-1)
+    arcs.add("hub_cell", base_hub + kk, base_cell + kk * ncell + rr, T, 0)
+    ck, cc2 = np.meshgrid(np.arange(keyn), cc, indexing="ij")
+    ck, cc2 = ck.reshape(-1), cc2.reshape(-1)
+    arcs.add("cell_entry", base_cell + ck * ncell + ccell[cc2], entry(cc2, ck), T, 0)
+
+    # task arcs: explicit for the clients that held the task or are eligible for it, pools for the rest
+    mv = m.constrained.astype(np.int64)
+    row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + floor.cell[:, cells]) + mv[:, None]
+    hubcost = row.max(axis=1)
+    tt = np.arange(T)
+    arcs.add("task_hub", tt, base_hub + key_t, 1, hubcost)
+    et, ec = np.nonzero(row < hubcost[:, None])
+    arcs.add("task_cell", et, base_cell + key_t[et] * ncell + ec, 1, row[et, ec])
+    xk = np.unique(np.concatenate([m.held_keys, m.cu_keys]))
+    xc, xt = xk // T, xk % T
+    elig = np.isin(xk, m.cu_keys) | ~m.constrained[xt]
+    xcost = K * (m.active_cost(xt, xc) + floor.pairs(xt, xc)) + (~elig).astype(np.int64)
+    arcs.add("task_client", xt, entry(xc, key_t[xt]), 1, xcost)
+
+    out, total = arcs.solve(supplies)
+    target = np.full(T, -1, dtype=np.int64)
+    t_, h_, f_ = out["task_client"]
+    used = f_ > 0
+    target[t_[used]] = xc[used]
+    t_, h_, f_ = out["task_cell"]
+    direct = _group(h_[f_ > 0], t_[f_ > 0])
+    t_, h_, f_ = out["task_hub"]
+    via_hub = _group(h_[f_ > 0], t_[f_ > 0])
+    per_cell = _pool_split(direct, via_hub, out["hub_cell"])
+    t_, h_, f_ = out["cell_entry"]
+    for cell_node, units in per_cell.items():
+        sel = (t_ == cell_node) & (f_ > 0)
+        slots = np.repeat(cc2[sel], f_[sel])  # cell_entry arcs are aligned with (ck, cc2)
+        if len(slots) != len(units):
+            raise SolverFaultError("active flow: a rack pool's inflow and outflow differ")
+        target[units] = _spread_units(m, units, slots)
+    if (target < 0).any():
+        raise SolverFaultError("active flow: a task got no client")
+    moving = movements(m, target)
+    return ActiveSolution(target, int(moving.sum()), int(total // K))
+
+
+def _spread_units(m: StreamsModel, units: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """Match a pool's tasks to its client slots (all of one rack, at one price to the flow), steering each task
+    away from clients that held it (the flow priced it as a newcomer there) by a stable shuffle."""
+    if len(units) <= 1:
+        return slots
+    keys = slots * m.T + units
+    bad = np.isin(keys, m.held_keys)
+    if not bad.any():
+        return slots
+    slots = slots.copy()
+    n = len(slots)
+    for i in np.flatnonzero(bad).tolist():
+        for step in (1, 2, 3, 5, 7):
+            j = (i + step) % n
+            a, b = int(units[i]), int(units[j])
+            si, sj = int(slots[i]), int(slots[j])
+            if si == sj:
+                continue
+            if not np.isin([sj * m.T + a, si * m.T + b], m.held_keys).any():
+                slots[i], slots[j] = sj, si
+                break
+    return slots
 
 # --------------------------------------------------------------------------- building blocks
 
@@ -238,190 +504,200 @@ def _interleaved_slots(clients: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return rep[order]
 
 
-# --------------------------------------------------------------------------- actives
-
-@dataclass(frozen=True, slots=True, eq=False)
-class ActiveSolution:
-    """A target (client per task), its number of movements, and the cost of what runs (see solve_actives)."""
-
-    target: np.ndarray
-    movements: int
-    cost: int
-
-
-def solve_actives(m: StreamsModel, lo: np.ndarray, hi: np.ndarray, *, warm_cross: bool,
-                  standby_aware: bool = False, coverage: bool = False) -> ActiveSolution:
-    """The balanced target with the fewest movements, then the least cost.
-
-    ``warm_cross``: count the warm-up's changelog traffic of every movement.
-    ``standby_aware``: price every active cell with the standbys it leaves
-    room for (capacities ignored), so that the cost is a lower bound on actives
-    plus standbys: with tags, ``want`` times the cheapest standby cell its tag
-    rule leaves; without tags, the ``want`` cheapest clients other than the
-    active one (what the standby flow then pays, when no task moves).
-    ``coverage`` (with tags): prefer, right after fewer movements, targets
-    whose tag values let them hold a standby of the task (it warms them up
-    without a warm-up).
-    """
-    T, C = m.T, m.C
-    sub_balance = m.sub_lo is not None
-    Gs = m.G if sub_balance else 1
-    g_of_t = m.sub if sub_balance else np.zeros(T, dtype=np.int64)
-    # cells: racks, or (rack, tag combination) pairs when the standbys' tag rule depends on the active
-    if standby_aware:
-        M = len(m.combos)
-        keys, acell = np.unique(m.cell * M + m.client_combo, return_inverse=True)
-        cell_rack, cell_combo = keys // M, keys % M
-        if m.tag_keys:
-            mins = _standby_min_by_combo(m)  # (T, M)
-            act_rows = m.act_cell[:, cell_rack] + m.want * mins[:, cell_combo]
-            client_aug = m.want * mins[:, m.client_combo]  # per (t, c), read on demand below
-        else:
-            least = _standby_least_by_cell(m)  # (T, R + 1); one combination, so cells are racks
-            act_rows = m.act_cell[:, cell_rack] + least[:, cell_rack]
-            client_aug = least[:, m.cell]
-        aug_move = np.where(m.holder >= 0, client_aug[np.arange(T), np.maximum(m.holder, 0)], 0)
-    else:
-        keys, acell = np.unique(m.cell, return_inverse=True)
-        cell_rack = keys
-        act_rows = m.act_cell[:, cell_rack]
-        aug_move = np.zeros(T, dtype=np.int64)
-        client_aug = None
-    acell = acell.reshape(-1).astype(np.int64)
-    ncell = len(keys)
-    base_client = T
-    base_slot = base_client + C
-    n_slot = C * Gs if sub_balance else 0
-    base_cell = base_slot + n_slot
-    base_hub = base_cell + Gs * ncell
-    sink = base_hub + Gs
-    supplies = np.zeros(sink + 1, dtype=np.int64)
-    supplies[:T] = 1
-    supplies[sink] -= T
-
-    def slot(c, g):
-        return base_slot + c * Gs + g if sub_balance else base_client + c
-
-    def client_cost(t, c):
-        cost = m.active_cost(t, c)
-        return cost + client_aug[t, c] if client_aug is not None else cost
-
-    arcs = _Arcs()
-    # hub -> cell -> slot (-> client) -> sink
-    gg, rr = np.meshgrid(np.arange(Gs), np.arange(ncell), indexing="ij")
-    arcs.add("hub_cell", base_hub + gg.reshape(-1), base_cell + gg.reshape(-1) * ncell + rr.reshape(-1), T, 0)
-    cc, g2 = np.meshgrid(np.arange(C), np.arange(Gs), indexing="ij")
-    cc, g2 = cc.reshape(-1), g2.reshape(-1)
-    arcs.add("cell_slot", base_cell + g2 * ncell + acell[cc], slot(cc, g2), T, 0)
-    if sub_balance:
-        lo_cg, hi_cg = m.sub_lo.reshape(-1), m.sub_hi.reshape(-1)  # (C, G) row-major = c * G + g
-        arcs.add("slot_client", slot(cc, g2), base_client + cc, hi_cg - lo_cg, 0)
-        np.subtract.at(supplies, slot(cc, g2), lo_cg)
-        np.add.at(supplies, base_client + cc, lo_cg)
-    arcs.add("client_sink", base_client + np.arange(C), sink, hi - lo, 0)
-    supplies[base_client:base_client + C] -= lo
-    supplies[sink] += int(lo.sum())
-
-    # task arcs
-    k = m.constrained
-    row_free = act_rows + m.move_cost[:, None]
-    row_move = (m.hold_cost + aug_move)[:, None] + (m.rep_cell[:, cell_rack] if warm_cross else 0)
-    row_move = np.broadcast_to(row_move, (T, ncell))
-    span = np.where(k, row_move.max(axis=1), row_free.max(axis=1))
-    if len(m.cu_t):
-        span = np.maximum(span, np.bincount(m.cu_t, weights=client_cost(m.cu_t, m.cu_c), minlength=T))
-    W = 1 + int(span.sum())
-    if coverage and standby_aware and k.any():
-        # a movement whose target the tag rule keeps from holding a standby needs a warm-up: dearer
-        _, allowed = allowed_combos(m, m.holder[k])
-        ok = np.zeros((len(m.combos), len(m.combos)), dtype=bool)
-        for a, combos in allowed.items():
-            ok[a, combos] = True
-        hold_combo = m.client_combo[np.maximum(m.holder, 0)]
-        uncoverable = ~ok[hold_combo[:, None], cell_combo[None, :]]
-        row_move = row_move + W * uncoverable
-        W = W + W * int(k.sum())
-    row = np.where(k[:, None], W + row_move, row_free)
-    hubcost = row.max(axis=1)
-    tt = np.arange(T)
-    arcs.add("task_hub", tt, base_hub + g_of_t, 1, hubcost)
-    et, ec = np.nonzero(row < hubcost[:, None])
-    arcs.add("task_cell", et, base_cell + g_of_t[et] * ncell + ec, 1, row[et, ec])
-    free_prev = ~k[m.prev_t]
-    pt, pc = m.prev_t[free_prev], m.prev_c[free_prev]
-    xt = np.concatenate([pt, m.cu_t])
-    xc = np.concatenate([pc, m.cu_c])
-    if len(xt):
-        key = np.unique(xc * T + xt)
-        xc, xt = key // T, key % T
-    arcs.add("task_client", xt, slot(xc, g_of_t[xt]), 1, client_cost(xt, xc))
-
-    out, total = arcs.solve(supplies)
-    target = np.full(T, -1, dtype=np.int64)
-    t_, h_, f_ = out["task_client"]
-    used = f_ > 0
-    target[t_[used]] = xc[used]
-    t_, h_, f_ = out["task_cell"]
-    direct = _group(h_[f_ > 0], t_[f_ > 0])
-    t_, h_, f_ = out["task_hub"]
-    via_hub = _group(h_[f_ > 0], t_[f_ > 0])
-    per_cell = _pool_split(direct, via_hub, out["hub_cell"])
-    t_, h_, f_ = out["cell_slot"]
-    for cell_node, units in per_cell.items():
-        sel = (t_ == cell_node) & (f_ > 0)
-        slots = np.repeat(cc[sel], f_[sel])  # cell_slot arcs are aligned with (cc, g2)
-        if len(slots) != len(units):
-            raise SolverFaultError("active flow: a rack pool's inflow and outflow differ")
-        target[units] = slots
-    if (target < 0).any():
-        raise SolverFaultError("active flow: a task got no client")
-    moving = movements(m, target)
-    n_moving = int(moving.sum())
-    t = np.arange(T)
-    cost_free = client_cost(t[~moving], target[~moving]).sum()
-    cost_move = (m.hold_cost + aug_move)[moving].sum()
-    if warm_cross:
-        cost_move += m.replica_cost(t[moving], target[moving]).sum()
-    cost = int(cost_free + cost_move)
-    if W * n_moving + cost > total and not coverage:
-        raise SolverFaultError("active flow: the decoded assignment costs more than the flow")
-    return ActiveSolution(target, n_moving, cost)
-
-
-def _standby_min_by_combo(m: StreamsModel) -> np.ndarray:
-    """(T, M): for an active of tag combination ``a``, the cheapest changelog traffic of one standby of
-    each task on a client whose combination the tag rule allows (0 for stateless tasks)."""
-    M = len(m.combos)
-    out = np.zeros((m.T, M), dtype=np.int64)
-    for a in range(M):
-        _, allowed = allowed_combos(m, np.array([_first_client(m, a)]))
-        racks = np.unique(m.cell[np.isin(m.client_combo, allowed[a])])
-        out[:, a] = m.rep_cell[:, racks].min(axis=1) if len(racks) else 0
-    return np.where(m.stateful[:, None], out, 0)
-
-
-def _standby_least_by_cell(m: StreamsModel) -> np.ndarray:
-    """(T, R + 1): for an active on a client of cell ``r``, the least changelog traffic of the task's
-    ``want`` standbys on the other clients (capacities ignored; 0 for stateless tasks)."""
-    n = np.bincount(m.cell, minlength=m.R + 1)
-    out = np.zeros((m.T, m.R + 1), dtype=np.int64)
-    if not m.want or not m.T:
-        return out
-    order = np.argsort(m.rep_cell, axis=1, kind="stable")
-    cost = np.take_along_axis(m.rep_cell, order, axis=1)
-    for r in np.flatnonzero(n).tolist():
-        avail = (n - (np.arange(m.R + 1) == r))[order]       # clients per cell, cheapest cell first
-        before = np.cumsum(avail, axis=1) - avail
-        take = np.clip(m.want - before, 0, avail)              # want <= clients - 1: always enough
-        out[:, r] = (take * cost).sum(axis=1)
-    return np.where(m.stateful[:, None], out, 0)
-
-
-def _first_client(m: StreamsModel, combo: int) -> int:
-    return int(np.flatnonzero(m.client_combo == combo)[0])
 
 
 # --------------------------------------------------------------------------- standbys
+
+def _weights(m: StreamsModel, n: int) -> tuple[int, int]:
+    """(K1, K2): a unit of cost outweighs every tie (0 to 2 per standby), a replica out of its box every cost."""
+    K1 = 2 * n + 1
+    top = int(m.rep_cell.max(initial=0)) + int(m.noc.max(initial=0))
+    K2 = K1 * (top * n + 1) + 2 * n + 1
+    return K1, K2
+
+
+def solve_standbys(m: StreamsModel, active: np.ndarray, target: np.ndarray,
+                   moving: np.ndarray) -> tuple[np.ndarray, dict]:
+    """``want`` standbys per stateful task (T x want client array, -1 for stateless tasks) and stage info.
+
+    Replica balance first (a soft box per client, tried over the hull of the
+    replica boxes and, when that is not balanced, each box), then the cost.
+    """
+    S = np.flatnonzero(m.stateful)
+    standby = np.full((m.T, m.want), -1, dtype=np.int64)
+    if not len(S):
+        return standby, {}
+    cls, allowed = allowed_combos(m, active)
+    act = np.bincount(target, minlength=m.C)  # the converged actives: replica balance is about convergence
+    n_rep = m.T + m.want * len(S)
+    boxes = balance_boxes(n_rep, m.threads, m.bf)
+    tries = [box_hull(boxes)] + (boxes if len(boxes) > 1 else [])
+    best = None
+    for i, box in enumerate(tries):
+        ts, cs, mode, repairs = _standby_flow(m, S, active, target, moving, cls, allowed, act, box)
+        rep = act + np.bincount(cs, minlength=m.C)
+        exc = balance_excess(rep, m.threads, m.bf)
+        cost = int(m.standby_cost(ts, cs).sum())
+        key = (exc, cost)
+        if best is None or key < best[0]:
+            best = (key, ts, cs, mode, repairs)
+        if exc == 0 and i == 0:
+            break
+    (exc, _), ts, cs, mode, repairs = best
+    order = np.lexsort((cs, ts))
+    ts, cs = ts[order], cs[order]
+    if len(ts) != m.want * len(S) or (np.bincount(ts, minlength=m.T)[S] != m.want).any():
+        raise SolverFaultError("standby flow: wrong number of standbys")
+    standby[S] = cs.reshape(len(S), m.want)
+    return standby, {"standby_mode": mode, "standby_repairs": repairs, "replica_excess": int(exc)}
+
+
+def _standby_flow(m, S, active, target, moving, cls, allowed, act, box):
+    if len(S) * m.C > EXPLICIT_STANDBY_ARCS:
+        try:
+            (ts, cs), repairs = _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box)
+            return ts, cs, "pooled", repairs
+        except SolverFaultError:  # a pool too small to avoid second roles: one arc per pair instead
+            if len(S) * m.C > MAX_EXPLICIT_STANDBY_ARCS:
+                raise
+    ts, cs = _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box)
+    return ts, cs, "explicit", 0
+
+
+def _ties(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray) -> np.ndarray:
+    """0 where client c's state of task t is caught up or c is t's movement target, 1 where it lags, 2 with none."""
+    tie = np.full(len(t), 2, dtype=np.int64)
+    if len(m.state_t) and len(t):
+        skeys = m.state_c * m.T + m.state_t
+        order = np.argsort(skeys)
+        skeys, sties = skeys[order], m.state_tie[order]
+        q = c * m.T + t
+        pos = np.clip(np.searchsorted(skeys, q), 0, len(skeys) - 1)
+        hit = skeys[pos] == q
+        tie[hit] = sties[pos[hit]]
+    if len(t):
+        tie[moving[t] & (target[t] == c)] = 0
+    return tie
+
+
+def _sink_arcs(arcs: "_Arcs", m: StreamsModel, base_client: int, sink: int, act: np.ndarray, box, K2: int,
+               big: int) -> None:
+    """Client -> sink with the replica box as soft bounds: standbys below it earn K2, above it pay K2."""
+    lo, hi = box
+    need = np.maximum(lo - act, 0)
+    room = np.maximum(hi - act + m.standby_slack, 0)
+    clients = base_client + np.arange(m.C)
+    arcs.add("client_need", clients, sink, need, -K2)
+    arcs.add("client_room", clients, sink, np.maximum(room - need, 0), 0)
+    arcs.add("client_over", clients, sink, big, K2)
+
+
+def _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box):
+    nS, C, T = len(S), m.C, m.T
+    K1, K2 = _weights(m, nS * m.want)
+    ok_combo = np.zeros((max(allowed) + 1, len(m.combos)), dtype=bool)
+    for a, combos in allowed.items():
+        ok_combo[a, combos] = True
+    si, cj = np.meshgrid(np.arange(nS), np.arange(C), indexing="ij")
+    si, cj = si.reshape(-1), cj.reshape(-1)
+    t = S[si]
+    keep = (cj != active[t]) & ok_combo[cls[t], m.client_combo[cj]]
+    si, cj, t = si[keep], cj[keep], t[keep]
+    cost = K1 * m.standby_cost(t, cj) + _ties(m, t, cj, target, moving)
+    base_client = nS
+    sink = nS + C
+    supplies = np.zeros(sink + 1, dtype=np.int64)
+    supplies[:nS] = m.want
+    supplies[sink] = -m.want * nS
+    arcs = _Arcs()
+    arcs.add("task_client", si, base_client + cj, 1, cost)
+    _sink_arcs(arcs, m, base_client, sink, act, box, K2, m.want * nS + 1)
+    out, _ = arcs.solve(supplies)
+    t_, h_, f_ = out["task_client"]
+    used = f_ > 0
+    return S[t_[used]], h_[used] - base_client
+
+
+def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
+    nS, C, T = len(S), m.C, m.T
+    K1, K2 = _weights(m, nS * m.want)
+    M = len(m.combos)
+    ckey = m.cell * M + m.client_combo
+    cell_keys, client_cellpos = np.unique(ckey, return_inverse=True)
+    client_cellpos = client_cellpos.reshape(-1)
+    cell_rack, cell_combo = cell_keys // M, cell_keys % M
+    n_cells = len(cell_keys)
+    class_ids = sorted(allowed)
+    class_pos = {a: i for i, a in enumerate(class_ids)}
+    base_client = nS
+    base_cell = base_client + C
+    base_hub = base_cell + n_cells
+    sink = base_hub + len(class_ids)
+    spos = np.full(T, -1, dtype=np.int64)
+    spos[S] = np.arange(nS)
+    need = np.full(nS, m.want, dtype=np.int64)
+    supplies = np.zeros(sink + 1, dtype=np.int64)
+    supplies[:nS] = need
+    supplies[sink] = -int(need.sum())
+    arcs = _Arcs()
+    big = int(need.sum()) + 1
+    ok_cell = np.zeros((len(class_ids), n_cells), dtype=bool)
+    for a in class_ids:
+        ok_cell[class_pos[a], np.isin(cell_combo, allowed[a])] = True
+    hh, hc = np.nonzero(ok_cell)
+    arcs.add("hub_cell", base_hub + hh, base_cell + hc, big, 0)
+    arcs.add("cell_client", base_cell + client_cellpos, base_client + np.arange(C), big, 0)
+    _sink_arcs(arcs, m, base_client, sink, act, box, K2, big)
+    # task -> hub (at the dearest rack), task -> cheaper cells (newcomers, no local state: a standby move);
+    # task -> clients that held it or have local state for it, priced exactly
+    tpos = np.array([class_pos[a] for a in cls[S].tolist()], dtype=np.int64)
+    rows = m.rep_cell[S] + m.noc[S][:, None]
+    hubmax = rows[:, np.unique(m.cell)].max(axis=1)
+    arcs.add("task_hub", np.arange(nS), base_hub + tpos, need, K1 * hubmax + 2)
+    cheaper = rows[:, cell_rack] < hubmax[:, None]
+    et, ec = np.nonzero(cheaper & ok_cell[tpos])
+    arcs.add("task_cell", et, base_cell + ec, need[et], K1 * rows[et, cell_rack[ec]] + 2)
+    xk = np.unique(np.concatenate([m.state_c * T + m.state_t, m.held_keys,
+                                   (target * T + np.arange(T))[moving]]))
+    xc, xt = xk // T, xk % T
+    keep = m.stateful[xt] & (xc != active[xt])
+    xt, xc = xt[keep], xc[keep]
+    keep = ok_cell[tpos[spos[xt]], client_cellpos[xc]]
+    xt, xc = xt[keep], xc[keep]
+    arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * m.standby_cost(xt, xc)
+             + _ties(m, xt, xc, target, moving))
+    out, _ = arcs.solve(supplies)
+
+    t_, h_, f_ = out["task_client"]
+    used = f_ > 0
+    fixed_t, fixed_c = S[t_[used]], h_[used] - base_client
+    t_, h_, f_ = out["task_cell"]
+    direct = _group(np.repeat(h_, f_), np.repeat(S[t_], f_))
+    t_, h_, f_ = out["task_hub"]
+    via_hub = _group(np.repeat(h_, f_), np.repeat(S[t_], f_))
+    per_cell = _pool_split(direct, via_hub, out["hub_cell"])
+    t_, h_, f_ = out["cell_client"]
+    cell_client_flow = _group(np.repeat(t_, f_), np.repeat(h_ - base_client, f_))
+    holds: dict[int, dict[int, int]] = {}
+    for t, c in zip(fixed_t.tolist(), fixed_c.tolist()):
+        h = holds.setdefault(t, {})
+        h[c] = h.get(c, 0) + 1
+    pool_t: list[np.ndarray] = []
+    pool_c: list[np.ndarray] = []
+    repairs = 0
+    for cell_node, units in per_cell.items():
+        clients = cell_client_flow.get(cell_node, np.zeros(0, dtype=np.int64))
+        cl, cnt = np.unique(clients, return_counts=True)
+        slots = _interleaved_slots(cl, cnt)
+        if len(slots) != len(units):
+            raise SolverFaultError("standby flow: a pool's inflow and outflow differ")
+        units = np.sort(units, kind="stable")
+        n_fixed, slots = _match_pool(units, slots, active, holds)
+        repairs += n_fixed
+        pool_t.append(units)
+        pool_c.append(slots)
+    return (np.concatenate([fixed_t] + pool_t), np.concatenate([fixed_c] + pool_c)), repairs
+
 
 def allowed_combos(m: StreamsModel, active: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """Per task, the class of allowed standby tag combinations (one standby: those adding the most values).
@@ -443,199 +719,6 @@ def allowed_combos(m: StreamsModel, active: np.ndarray) -> tuple[np.ndarray, dic
         classes[a] = np.flatnonzero(score == score.max())
     return ma, classes
 
-
-def standby_lower_bound(m: StreamsModel) -> int:
-    """The least standby traffic any valid assignment pays: each standby on its task's cheapest rack."""
-    S = np.flatnonzero(m.stateful)
-    if not len(S) or not m.rep_cell.any():
-        return 0
-    present = np.unique(m.cell)
-    return int(m.want * m.rep_cell[S][:, present].min(axis=1).sum())
-
-
-def _weights(m: StreamsModel) -> tuple[int, int]:
-    """(K1, K2): a unit of traffic outweighs every overflow, an overflow every tie (0 / 1 / 2 per standby)."""
-    n = m.want * int(m.stateful.sum())
-    K2 = 2 * n + 1
-    return K2 * (n + 1), K2
-
-
-def solve_standbys(m: StreamsModel, active: np.ndarray, target: np.ndarray,
-                   moving: np.ndarray) -> tuple[np.ndarray, dict]:
-    """``want`` standbys per stateful task (T x want client array, -1 for stateless tasks) and stage info.
-
-    First a standby on the target of every movement whose tag rule allows it
-    (it warms the target up without a warm-up), then a flow for the rest.
-    """
-    S = np.flatnonzero(m.stateful)
-    standby = np.full((m.T, m.want), -1, dtype=np.int64)
-    if not len(S):
-        return standby, {}
-    cls, allowed = allowed_combos(m, active)
-    mv = np.flatnonzero(moving)
-    if len(mv):
-        ok = np.array([m.client_combo[target[t]] in allowed[cls[t]] for t in mv.tolist()], dtype=bool)
-        mv = mv[ok]
-    pre_t, pre_c = mv, target[mv]
-    mode, repairs = "explicit", 0
-    if len(S) * m.C > EXPLICIT_STANDBY_ARCS:
-        try:
-            (ts, cs), repairs = _standbys_pooled(m, S, active, cls, allowed, pre_t, pre_c)
-            mode = "pooled"
-        except SolverFaultError:  # a pool too small to avoid second roles: one arc per pair instead
-            if len(S) * m.C > MAX_EXPLICIT_STANDBY_ARCS:
-                raise
-    if mode == "explicit":
-        ts, cs = _standbys_explicit(m, S, active, cls, allowed, pre_t, pre_c)
-    ts = np.concatenate([ts, pre_t])
-    cs = np.concatenate([cs, pre_c])
-    order = np.lexsort((cs, ts))
-    ts, cs = ts[order], cs[order]
-    if len(ts) != m.want * len(S) or (np.bincount(ts, minlength=m.T)[S] != m.want).any():
-        raise SolverFaultError("standby flow: wrong number of standbys")
-    standby[S] = cs.reshape(len(S), m.want)
-    cap = m.standby_cap(m.standby_slack)
-    over = int(np.maximum(np.bincount(cs, minlength=m.C) - cap, 0).sum())
-    return standby, {"standby_mode": mode, "standby_repairs": repairs, "standby_overflow": over,
-                     "covered_by_standby": int(len(pre_t))}
-
-
-def _ties(m: StreamsModel, t: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """0 where client c's state of task t is caught up, 1 where it lags, 2 where it has none."""
-    tie = np.full(len(t), 2, dtype=np.int64)
-    if len(m.state_t) and len(t):
-        skeys = m.state_c * m.T + m.state_t
-        order = np.argsort(skeys)
-        skeys, sties = skeys[order], m.state_tie[order]
-        q = c * m.T + t
-        pos = np.clip(np.searchsorted(skeys, q), 0, len(skeys) - 1)
-        hit = skeys[pos] == q
-        tie[hit] = sties[pos[hit]]
-    return tie
-
-
-def _sink_arcs(arcs: "_Arcs", m: StreamsModel, base_client: int, sink: int, pre_c: np.ndarray, K2: int) -> None:
-    """Client -> sink: free up to the capacity left after the pre-placed standbys, then at K2 per standby."""
-    cap = m.standby_cap(m.standby_slack) - np.bincount(pre_c, minlength=m.C)
-    clients = base_client + np.arange(m.C)
-    big = m.want * int(m.stateful.sum()) + 1
-    arcs.add("client_sink", clients, sink, np.maximum(cap, 0), 0)
-    arcs.add("client_over", clients, sink, big, K2)
-
-
-def _standbys_explicit(m: StreamsModel, S: np.ndarray, active: np.ndarray, cls: np.ndarray,
-                       allowed: dict[int, np.ndarray], pre_t: np.ndarray, pre_c: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    nS, C, T = len(S), m.C, m.T
-    K1, K2 = _weights(m)
-    ok_combo = np.zeros((max(allowed) + 1, len(m.combos)), dtype=bool)
-    for a, combos in allowed.items():
-        ok_combo[a, combos] = True
-    si, cj = np.meshgrid(np.arange(nS), np.arange(C), indexing="ij")
-    si, cj = si.reshape(-1), cj.reshape(-1)
-    t = S[si]
-    keep = (cj != active[t]) & ok_combo[cls[t], m.client_combo[cj]] & ~np.isin(cj * T + t, pre_c * T + pre_t)
-    si, cj, t = si[keep], cj[keep], t[keep]
-    cost = K1 * m.rep_cell[t, m.cell[cj]] + _ties(m, t, cj)
-    base_client = nS
-    sink = nS + C
-    supplies = np.zeros(sink + 1, dtype=np.int64)
-    need = np.full(nS, m.want, dtype=np.int64)
-    spos = np.full(T, -1, dtype=np.int64)
-    spos[S] = np.arange(nS)
-    np.subtract.at(need, spos[pre_t], 1)
-    supplies[:nS] = need
-    supplies[sink] = -int(need.sum())
-    arcs = _Arcs()
-    arcs.add("task_client", si, base_client + cj, 1, cost)
-    _sink_arcs(arcs, m, base_client, sink, pre_c, K2)
-    out, _ = arcs.solve(supplies)
-    t_, h_, f_ = out["task_client"]
-    used = f_ > 0
-    return S[t_[used]], h_[used] - base_client
-
-
-def _standbys_pooled(m: StreamsModel, S: np.ndarray, active: np.ndarray, cls: np.ndarray,
-                     allowed: dict[int, np.ndarray], pre_t: np.ndarray, pre_c: np.ndarray
-                     ) -> tuple[tuple[np.ndarray, np.ndarray], int]:
-    nS, C, T = len(S), m.C, m.T
-    K1, K2 = _weights(m)
-    M = len(m.combos)
-    # cells: (rack cell, tag combination) pairs that have clients
-    ckey = m.cell * M + m.client_combo
-    cell_keys, client_cellpos = np.unique(ckey, return_inverse=True)
-    client_cellpos = client_cellpos.reshape(-1)
-    cell_rack, cell_combo = cell_keys // M, cell_keys % M
-    n_cells = len(cell_keys)
-    class_ids = sorted(allowed)
-    class_pos = {a: i for i, a in enumerate(class_ids)}
-    base_client = nS
-    base_cell = base_client + C
-    base_hub = base_cell + n_cells
-    sink = base_hub + len(class_ids)
-    spos = np.full(T, -1, dtype=np.int64)
-    spos[S] = np.arange(nS)
-    need = np.full(nS, m.want, dtype=np.int64)
-    np.subtract.at(need, spos[pre_t], 1)
-    supplies = np.zeros(sink + 1, dtype=np.int64)
-    supplies[:nS] = need
-    supplies[sink] = -int(need.sum())
-    arcs = _Arcs()
-    big = int(need.sum()) + 1
-    # hub(class) -> the cells of its allowed combinations -> clients -> sink
-    ok_cell = np.zeros((len(class_ids), n_cells), dtype=bool)
-    for a in class_ids:
-        ok_cell[class_pos[a], np.isin(cell_combo, allowed[a])] = True
-    hh, hc = np.nonzero(ok_cell)
-    arcs.add("hub_cell", base_hub + hh, base_cell + hc, big, 0)
-    arcs.add("cell_client", base_cell + client_cellpos, base_client + np.arange(C), big, 0)
-    _sink_arcs(arcs, m, base_client, sink, pre_c, K2)
-    # task -> hub (at the dearest rack), task -> cheaper cells, task -> clients with local state
-    tpos = np.array([class_pos[a] for a in cls[S].tolist()], dtype=np.int64)
-    rows = m.rep_cell[S]
-    hubmax = rows[:, np.unique(m.cell)].max(axis=1)
-    arcs.add("task_hub", np.arange(nS), base_hub + tpos, need, K1 * hubmax + 2)
-    cheaper = rows[:, cell_rack] < hubmax[:, None]
-    et, ec = np.nonzero(cheaper & ok_cell[tpos])
-    arcs.add("task_cell", et, base_cell + ec, need[et], K1 * rows[et, cell_rack[ec]] + 2)
-    xt, xc = m.state_t, m.state_c
-    keep = (xc != active[xt]) & ~np.isin(xc * T + xt, pre_c * T + pre_t)
-    xt, xc = xt[keep], xc[keep]
-    keep = ok_cell[tpos[spos[xt]], client_cellpos[xc]]
-    xt, xc = xt[keep], xc[keep]
-    arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * m.rep_cell[xt, m.cell[xc]] + _ties(m, xt, xc))
-    out, _ = arcs.solve(supplies)
-
-    t_, h_, f_ = out["task_client"]
-    used = f_ > 0
-    fixed_t, fixed_c = S[t_[used]], h_[used] - base_client
-    t_, h_, f_ = out["task_cell"]
-    direct = _group(np.repeat(h_, f_), np.repeat(S[t_], f_))
-    t_, h_, f_ = out["task_hub"]
-    via_hub = _group(np.repeat(h_, f_), np.repeat(S[t_], f_))
-    per_cell = _pool_split(direct, via_hub, out["hub_cell"])
-    t_, h_, f_ = out["cell_client"]
-    cell_client_flow = _group(np.repeat(t_, f_), np.repeat(h_ - base_client, f_))
-    # who holds what so far: the explicit and pre-placed standbys (actives are checked apart)
-    holds: dict[int, dict[int, int]] = {}
-    for t, c in zip(np.concatenate([fixed_t, pre_t]).tolist(), np.concatenate([fixed_c, pre_c]).tolist()):
-        h = holds.setdefault(t, {})
-        h[c] = h.get(c, 0) + 1
-    pool_t: list[np.ndarray] = []
-    pool_c: list[np.ndarray] = []
-    repairs = 0
-    for cell_node, units in per_cell.items():
-        clients = cell_client_flow.get(cell_node, np.zeros(0, dtype=np.int64))
-        cl, cnt = np.unique(clients, return_counts=True)
-        slots = _interleaved_slots(cl, cnt)
-        if len(slots) != len(units):
-            raise SolverFaultError("standby flow: a pool's inflow and outflow differ")
-        units = np.sort(units, kind="stable")
-        n_fixed, slots = _match_pool(units, slots, active, holds)
-        repairs += n_fixed
-        pool_t.append(units)
-        pool_c.append(slots)
-    return (np.concatenate([fixed_t] + pool_t), np.concatenate([fixed_c] + pool_c)), repairs
 
 
 def _match_pool(units: np.ndarray, slots: np.ndarray, active: np.ndarray,

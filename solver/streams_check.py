@@ -22,9 +22,9 @@ names, then the spec's high-availability rules):
 ``ACTIVE_TASK_UNASSIGNED``                          a task active nowhere (while there are clients)
 ``STANDBY_TASK_COUNT``                              a stateful task without ``min(num_standby_replicas, clients - 1)`` standbys
 ``STANDBY_TAGS_NOT_SPREAD``                         a standby that could move to a client adding a tag value (KIP-708)
-``ACTIVE_TASK_NOT_CAUGHT_UP``                       an active on a lagging client while a caught-up client exists
+``ACTIVE_TASK_NOT_CAUGHT_UP``                       an active on a lagging client while a caught-up client (with none: one with less lag) exists
 ``WARMUP_BUDGET_EXCEEDED``                          more warm-ups than ``max_warmup_replicas`` (one learner in learner mode)
-``FOLLOWUP_DEADLINE``                               warm-ups without the probing follow-up, or a wrong deadline
+``FOLLOWUP_DEADLINE``                               warm-ups without the probing follow-up, a wrong deadline, or a follow-up while no move waits
 ``UNBALANCED_WITHOUT_FOLLOWUP``                     no follow-up asked, yet actives per thread differ by more than ``balance_factor``
 =================================================== =====================================================
 """
@@ -52,6 +52,10 @@ __all__ = [
     "streams_metrics",
     "finish_streams",
     "active_loads_per_thread",
+    "is_balanced",
+    "balance_excess",
+    "EligiblePairs",
+    "eligible_pairs",
     "tag_combinations",
     "tag_spread_improvement",
     "fully_spread",
@@ -354,7 +358,8 @@ def validate_streams(snapshot: StreamsSnapshot, assignment: Mapping[str, Any], *
         if len(stuck):
             v.append(Violation("ACTIVE_TASK_NOT_CAUGHT_UP",
                                f"{len(stuck)} stateful task(s) are active on a lagging client while a caught-up "
-                               f"client exists, e.g. {tid[stuck[0]]} on {cid[a.active[stuck[0]]]!r}"))
+                               f"client (or, with none, a client with less lag) exists, e.g. {tid[stuck[0]]} on "
+                               f"{cid[a.active[stuck[0]]]!r}"))
     budget = 1 if cfg.rebalancing_mode == "learner" else cfg.max_warmup_replicas
     warmups = len(a.warmup_task)
     if warmups > budget:
@@ -371,6 +376,10 @@ def validate_streams(snapshot: StreamsSnapshot, assignment: Mapping[str, Any], *
         elif f is not None and f != due:
             v.append(Violation("FOLLOWUP_DEADLINE",
                                f"the follow-up deadline must be now_ms + probing_rebalance_interval_ms = {due}, not {f}"))
+        elif f is not None and not warmups and not _lagging_standbys(snap, a):
+            v.append(Violation("FOLLOWUP_DEADLINE",
+                               "a follow-up rebalance is asked for, yet no move waits: no warm-up runs and every "
+                               "standby is caught up"))
         elif f is None:
             imb = _imbalance(active_loads_per_thread(snap, a))
             if imb > cfg.balance_factor:
@@ -380,18 +389,97 @@ def validate_streams(snapshot: StreamsSnapshot, assignment: Mapping[str, Any], *
     return v
 
 
-def _actives_not_caught_up(snap: StreamsSnapshot, a: AssignmentArrays) -> np.ndarray:
-    """Stateful tasks active on a client that is not caught up while some client is."""
+def _lagging_standbys(snap: StreamsSnapshot, a: AssignmentArrays) -> int:
+    """Standbys on a client that is not caught up for their task (one of them may be catching up for a move)."""
+    if not len(a.standby_task):
+        return 0
     idx = snap.index
     T = len(idx.task_ids)
-    has_cu = np.zeros(T, dtype=bool)
-    has_cu[idx.caught_up_task] = True
-    has_cu |= idx.everyone_caught_up
-    owner_cu = idx.everyone_caught_up.copy()
+    cu = np.isin(a.standby_client * T + a.standby_task, idx.caught_up_client * T + idx.caught_up_task)
+    cu |= idx.everyone_caught_up[a.standby_task]
+    return int((~cu).sum())
+
+
+def _actives_not_caught_up(snap: StreamsSnapshot, a: AssignmentArrays) -> np.ndarray:
+    """Stateful tasks active on a client that is not caught up while some client is, or, where none is,
+    on a client whose lag is above the least lag any client has (KIP-441's rank)."""
+    el = eligible_pairs(snap)
     owner = a.active
-    hit = owner[idx.caught_up_task] == idx.caught_up_client
-    owner_cu[idx.caught_up_task[hit]] = True
-    return np.flatnonzero(idx.stateful & has_cu & (owner >= 0) & ~owner_cu)
+    ok = el.free.copy()
+    hit = owner[el.task] == el.client
+    ok[el.task[hit]] = True
+    return np.flatnonzero(snap.index.stateful & (owner >= 0) & ~ok)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EligiblePairs:
+    """Where a stateful task may run this round: its caught-up clients, or, when it has none, the clients
+    with the least lag for it (KIP-441's rank 0). ``free[t]``: every client is eligible (stateless tasks,
+    and stateful tasks every client is caught up for or equally behind on); otherwise the (client, task)
+    pairs list the eligible clients, sorted by task then client."""
+
+    free: np.ndarray
+    client: np.ndarray
+    task: np.ndarray
+    caught_up: np.ndarray  # per task: some client is caught up
+
+
+def eligible_pairs(snap: StreamsSnapshot) -> EligiblePairs:
+    """The :class:`EligiblePairs` of ``snap`` (computed once per snapshot)."""
+    return snap.cached("eligible_pairs", _build_eligible)
+
+
+def _build_eligible(snap: StreamsSnapshot) -> EligiblePairs:
+    idx = snap.index
+    T, C = len(idx.task_ids), len(idx.client_ids)
+    cu = np.zeros(T, dtype=bool)
+    cu[idx.caught_up_task] = True
+    cu |= idx.everyone_caught_up
+    free = ~idx.stateful | idx.everyone_caught_up
+    parts_c = [idx.caught_up_client]
+    parts_t = [idx.caught_up_task]
+    # tasks nobody is caught up for: the least lag wins; a client that reported nothing lags by the end offset sum
+    lagging = np.flatnonzero(idx.stateful & ~cu)
+    if len(lagging) and C:
+        lt, lc, lv = idx.lag_task, idx.lag_client, idx.lag_value
+        sel = np.isin(lt, lagging)
+        lt, lc, lv = lt[sel], lc[sel], lv[sel]
+        reported = np.bincount(lt, minlength=T)
+        least = idx.end_offset.copy()
+        if len(lt):
+            np.minimum.at(least, lt, lv)
+        silent_least = (reported < C) & (least == idx.end_offset)  # the silent clients are among the least
+        everyone = np.zeros(T, dtype=bool)
+        everyone[lagging] = True
+        # every client at the least lag: free
+        at_least = np.zeros(T, dtype=np.int64)
+        if len(lt):
+            np.add.at(at_least, lt, lv == least[lt])
+        all_least = everyone & ((at_least == C) | (silent_least & (at_least == reported)))
+        free = free | all_least
+        keep = ~all_least[lt] & (lv == least[lt])
+        parts_c.append(lc[keep])
+        parts_t.append(lt[keep])
+        # silent clients of tasks whose least lag is the end offset sum (and not everyone is least)
+        need = np.flatnonzero(everyone & silent_least & ~all_least)
+        if len(need):
+            said = np.zeros((len(need), C), dtype=bool)
+            pos = np.full(T, -1, dtype=np.int64)
+            pos[need] = np.arange(len(need))
+            m = pos[lt] >= 0
+            said[pos[lt[m]], lc[m]] = True
+            r, c = np.nonzero(~said)
+            parts_c.append(c)
+            parts_t.append(need[r])
+    ec = np.concatenate(parts_c).astype(np.int64)
+    et = np.concatenate(parts_t).astype(np.int64)
+    keep = ~free[et]
+    ec, et = ec[keep], et[keep]
+    order = np.lexsort((ec, et))
+    out = EligiblePairs(free=free, client=ec[order], task=et[order], caught_up=cu)
+    for arr in (out.free, out.client, out.task, out.caught_up):
+        arr.setflags(write=False)
+    return out
 
 
 def tag_combinations(snap: StreamsSnapshot, keys: tuple[str, ...] | None = None
@@ -519,8 +607,13 @@ def streams_metrics(snapshot: StreamsSnapshot, assignment: Mapping[str, Any]) ->
     * ``warmups``, ``standbys``: replica counts
     * ``traffic_cost``: ``traffic_cost x cross_rack`` with the costs in force
       (Kafka's defaults: 10 for stateful tasks, 1 for stateless ones), None unless racks are known
-    * ``cost``: the spec's objective, ``traffic_cost x cross_rack + non_overlap_cost x moves``
-      with a rack-aware strategy, else ``moves``
+    * ``standby_moves``: standbys on a client that held their task in no role (active or standby) before
+    * ``cost``: the spec's objective, ``traffic_cost x cross_rack + non_overlap_cost x (moves + standby_moves)``
+      with a rack-aware strategy, else ``moves + standby_moves``
+    * ``balanced``: **Balanced** (threads as weights, ``balance_factor`` as slack) holds for active tasks,
+      stateful active tasks and replicas (active, standby and warm-up) at once; each count apart in
+      ``balanced_active``, ``balanced_stateful``, ``balanced_replicas``, and under ``balance_subtopology``
+      ``balanced_subtopology`` (every subtopology's active tasks; None otherwise)
     """
     snap = snapshot
     norm = normalize_streams_assignment(snap, assignment)
@@ -548,13 +641,33 @@ def streams_metrics(snapshot: StreamsSnapshot, assignment: Mapping[str, Any]) ->
         cross = int(per_task.sum())
         w = np.where(idx.stateful, cfg.traffic_cost(), cfg.traffic_cost(stateless=True))
         traffic = int(np.dot(w, per_task))
+    C = len(idx.client_ids)
+    held = np.unique(np.concatenate([idx.prev_active_client * T + idx.prev_active_task,
+                                     idx.prev_standby_client * T + idx.prev_standby_task]))
+    new_sb = ~np.isin(a.standby_client * T + a.standby_task, held)
+    standby_moves = int(new_sb.sum())
     if cfg.rack_aware:
         wm = np.where(idx.stateful, cfg.non_overlap_cost(), cfg.non_overlap_cost(stateless=True))
-        cost = int(np.dot(wm, moved)) + (traffic or 0)
+        cost = int(np.dot(wm, moved)) + int(wm[a.standby_task[new_sb]].sum()) + (traffic or 0)
     else:
-        cost = int(moved.sum())
+        cost = int(moved.sum()) + standby_moves
+    bf = cfg.balance_factor
+    th = idx.threads
+    act = np.bincount(a.active_client, minlength=C)
+    stf = np.bincount(a.active_client[idx.stateful[a.active_task]], minlength=C) if len(a.active_task) else act
+    rep = act + np.bincount(a.standby_client, minlength=C) + np.bincount(a.warmup_client, minlength=C)
+    b_act, b_stf, b_rep = (is_balanced(x, th, bf) for x in (act, stf, rep))
+    b_sub = None
+    if cfg.rack_aware_assignment_strategy == "balance_subtopology" and C and T:
+        subs = np.fromiter((t.subtopology for t in snap.tasks), dtype=np.int64, count=T)
+        b_sub = all(is_balanced(np.bincount(a.active_client[subs[a.active_task] == g], minlength=C), th, bf)
+                    for g in np.unique(subs).tolist())
     return {
         "moves": int(moved.sum()),
+        "standby_moves": standby_moves,
+        "balanced": bool(b_act and b_stf and b_rep),
+        "balanced_active": bool(b_act), "balanced_stateful": bool(b_stf), "balanced_replicas": bool(b_rep),
+        "balanced_subtopology": b_sub,
         "stateful_moves": int((moved & idx.stateful).sum()),
         "imbalance": _imbalance(loads),
         "cross_rack": cross,
@@ -568,6 +681,32 @@ def streams_metrics(snapshot: StreamsSnapshot, assignment: Mapping[str, Any]) ->
         "stateful_tasks": int(idx.stateful.sum()),
         "clients": len(idx.client_ids),
     }
+
+
+def is_balanced(counts: np.ndarray, threads: np.ndarray, balance_factor: int = 1) -> bool:
+    """**Balanced** (the spec): with ``m`` the least count per thread, every client holds at most
+    ``threads x m + balance_factor``.
+
+    >>> is_balanced(np.array([3, 0, 0]), np.array([5, 5, 5]), 3), is_balanced(np.array([4, 0]), np.array([1, 1]), 3)
+    (True, False)
+    >>> is_balanced(np.array([2, 3]), np.array([1, 2]), 1)   # m = 1.5 per thread: 2 <= 1.5 + 1, 3 <= 3 + 1
+    True
+    """
+    return balance_excess(counts, threads, balance_factor) == 0
+
+
+def balance_excess(counts: np.ndarray, threads: np.ndarray, balance_factor: int = 1) -> int:
+    """How far a count is from **Balanced**: the tasks above ``threads x m + balance_factor``, summed over clients
+    (``m`` the least count per thread). 0 exactly when balanced."""
+    counts = np.asarray(counts, dtype=np.int64)
+    threads = np.asarray(threads, dtype=np.int64)
+    if not len(counts):
+        return 0
+    i = int(np.argmin(counts / threads))
+    n0, w0 = int(counts[i]), int(threads[i])
+    # counts_c <= threads_c * n0 / w0 + bf  <=>  counts_c * w0 <= threads_c * n0 + bf * w0
+    cap = (threads * n0 + balance_factor * w0) // w0
+    return int(np.maximum(counts - cap, 0).sum())
 
 
 def finish_streams(snapshot: StreamsSnapshot, decision: Decision) -> Finished:

@@ -91,7 +91,8 @@ def test_warmup_budget_and_followup_rules():
     two = copy.deepcopy(one)
     two["c"]["warmup"] = ["0_0", "0_1"]
     assert codes(two, snap, DUE) == ["WARMUP_BUDGET_EXCEEDED"]
-    assert codes(base, snap, DUE) == []        # a follow-up without warm-ups is allowed (a swap in progress)
+    # a follow-up is due exactly when a move waits: with no warm-up and no lagging standby, nothing does
+    assert codes(base, snap, DUE) == ["FOLLOWUP_DEADLINE"]
     assert codes(base, snap, 5) == ["FOLLOWUP_DEADLINE"]
     learner = parse_streams({**DOC, "config": {"rebalancing_mode": "learner"}})
     assert "WARMUP_BUDGET_EXCEEDED" in codes(two, learner, DUE)
@@ -104,7 +105,7 @@ def test_unbalanced_without_followup():
     lopsided = {"a": {"active": ["0_0", "0_1", "1_0"]}, "b": {}, "c": {}}
     # a is caught up for everything it holds (0_1: lag 50), so only the balance rule breaks
     assert codes(lopsided, snap) == ["UNBALANCED_WITHOUT_FOLLOWUP"]
-    assert codes(lopsided, snap, DUE) == []
+    assert codes(lopsided, snap, DUE) == ["FOLLOWUP_DEADLINE"]  # a follow-up, yet no move waits
     wide = parse_streams({**DOC, "config": {"balance_factor": 3}})
     assert "UNBALANCED_WITHOUT_FOLLOWUP" not in codes(lopsided, wide)
 
@@ -150,15 +151,18 @@ def test_metrics_by_hand():
     assert m["moves"] == 0 and m["warmups"] == 0 and m["standbys"] == 2
     # KIP-925: a (r1) active 0_0: in r1 ok, in2 r1/r2 ok; standby 0_1 changelog r1: ok.
     # b (r2) active 0_1: in r2 ok. c (r2) active 1_0: racks unknown; standby 0_0 changelog r2: ok.
-    assert m["cross_rack"] == 0 and m["traffic_cost"] == 0 and m["cost"] == 0
+    # c held 0_0 in no role before: its standby there is a standby move, the whole cost
+    assert m["cross_rack"] == 0 and m["traffic_cost"] == 0 and m["standby_moves"] == 1 and m["cost"] == 1
+    assert m["balanced"] and m["balanced_active"] and m["balanced_replicas"]
     swapped = {"a": {"active": ["0_1"], "standby": ["0_0"]}, "b": {"active": ["0_0"]},
                "c": {"active": ["1_0"], "standby": ["0_1"]}}
     m = streams_metrics(SNAP, swapped)
     # a active 0_1 (in r2): 1; a standby 0_0 (cl r2): 1; b active 0_0 (in r1: 1, in2 ok); c standby 0_1 (cl r1): 1
     assert m["cross_rack"] == 4 and m["moves"] == 2 and m["stateful_moves"] == 2
-    assert m["traffic_cost"] == 40 and m["cost"] == 2  # strategy none: the cost is the moves
+    # a held 0_0 as active (no standby move), c never held 0_1 (one); strategy none: moves + standby moves
+    assert m["traffic_cost"] == 40 and m["standby_moves"] == 1 and m["cost"] == 2 + 1
     ra = parse_streams({**DOC, "config": {"num_standby_replicas": 1, "rack_aware_assignment_strategy": "min_traffic"}})
-    assert streams_metrics(ra, swapped)["cost"] == 40 + 2
+    assert streams_metrics(ra, swapped)["cost"] == 40 + 2 + 1
     norack = copy.deepcopy(DOC)
     for c in norack["clients"]:
         c.pop("rack")

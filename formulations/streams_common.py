@@ -1,0 +1,433 @@
+r"""What the streams formulations share: the model as arrays, **Balanced** as boxes, plans, costs, decisions.
+
+:mod:`.streams_opt` (the front door), :mod:`.streams_flow` and
+:mod:`.streams_cpsat` all import from here and from nowhere else in this
+package, so that no module of the three imports another at load time.
+
+**Balanced** (the spec): for a count ``n_c`` per client and threads ``w_c``,
+with ``m = min_c n_c / w_c``, every client holds ``n_c <= w_c m +
+balance_factor``. For a fixed least level ``m`` this is a box,
+
+    ceil(w_c m) <= n_c <= floor(w_c m + balance_factor),
+
+every count in the box is balanced (its least level is at least ``m``), and
+every balanced count lies in the box of its own ``m``. So the balanced counts
+are the union of the boxes over the candidate levels ``m = k / w`` (``w`` a
+thread count of some client), which :func:`balance_boxes` lists; a min-cost
+flow takes one box at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from stickyflow.errors import StickyflowError
+from stickyflow.registry import SolveOptions
+from stickyflow.result import Decision
+from stickyflow.streams import ClientAssignment, StreamsSnapshot, task_key
+from stickyflow.streams_check import RACK_KEY, balance_excess, eligible_pairs, rack_tables, tag_combinations
+
+__all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
+           "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "DEFAULT_STANDBY_SLACK"]
+
+DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
+MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones nearest the mean
+
+
+# --------------------------------------------------------------------------- balance
+
+def balance_boxes(n: int, threads: np.ndarray, balance_factor: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every box ``(lo, hi)`` of **Balanced** counts of ``n`` tasks over clients of ``threads``.
+
+    One box per candidate least level ``m`` (``lo = ceil(threads m)``, ``hi =
+    floor(threads m + balance_factor)``) that can hold ``n`` tasks; the union
+    of the boxes is exactly the set of balanced counts. Highest ``m`` first
+    (the most even); duplicates dropped.
+
+    >>> [(lo.tolist(), hi.tolist()) for lo, hi in balance_boxes(3, np.array([5, 5, 5, 5, 5]), 3)]
+    [([0, 0, 0, 0, 0], [3, 3, 3, 3, 3])]
+    >>> [(lo.tolist(), hi.tolist()) for lo, hi in balance_boxes(6, np.array([1, 1, 1]))]
+    [([2, 2, 2], [3, 3, 3]), ([1, 1, 1], [2, 2, 2])]
+    """
+    threads = np.asarray(threads, dtype=np.int64)
+    C = len(threads)
+    if not C:
+        return []
+    TH = int(threads.sum())
+    bf = int(balance_factor)
+    kinds = sorted(set(threads.tolist()))
+    top = Fraction(n, TH)                       # the least level never exceeds the mean
+    bottom = max(Fraction(0), Fraction(n - bf * C, TH) - 1)
+    levels: set[Fraction] = set()
+    for w in kinds:
+        for k in range(max(0, math.floor(bottom * w)), math.floor(top * w) + 1):
+            levels.add(Fraction(k, w))
+    out = []
+    seen: set[tuple] = set()
+    th = threads.tolist()
+    for m in sorted(levels, reverse=True):
+        lo = np.array([math.ceil(w * m) for w in th], dtype=np.int64)
+        hi = np.array([math.floor(w * m + bf) for w in th], dtype=np.int64)
+        if lo.sum() <= n <= hi.sum():
+            key = (tuple(lo.tolist()), tuple(hi.tolist()))
+            if key not in seen:
+                seen.add(key)
+                out.append((lo, hi))
+    if len(out) > MAX_BOXES:
+        out = out[:MAX_BOXES]
+    return out
+
+
+def box_hull(boxes: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest box holding every box of ``boxes`` (a relaxation of **Balanced**)."""
+    lo = np.min(np.stack([b[0] for b in boxes]), axis=0)
+    hi = np.max(np.stack([b[1] for b in boxes]), axis=0)
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- data
+
+@dataclass(slots=True, eq=False)
+class StreamsModel:
+    """A snapshot as arrays for the formulations (tasks and clients by index, snapshot order).
+
+    Costs (the spec's objective): ``active_cost(t, c)`` is the KIP-925 traffic
+    of ``t`` active on ``c`` plus ``move_cost[t]`` unless ``c`` ran it before;
+    ``standby_cost(t, c)`` the changelog traffic plus ``noc[t]`` (a standby
+    move) unless ``c`` held ``t`` in some role before; a warm-up pays its
+    traffic only. Cells: ``cell[c]`` is the client's rack index, ``R`` for a
+    client without a rack; ``act_cell[t, r]`` and ``rep_cell[t, r]`` are traffic
+    costs by cell. Eligible clients (``cu_*``): where a *constrained* task may
+    run this round: its caught-up clients, or with none the least-lag ones; a
+    target elsewhere is a *movement* (the task runs on ``holder`` while the
+    target warms up).
+    """
+
+    snap: StreamsSnapshot
+    T: int
+    C: int
+    threads: np.ndarray
+    stateful: np.ndarray
+    sub: np.ndarray                 # task -> subtopology index 0..G-1
+    G: int
+    cell: np.ndarray
+    R: int
+    act_cell: np.ndarray            # (T, R + 1)
+    rep_cell: np.ndarray            # (T, R + 1)
+    move_cost: np.ndarray           # (T,) what leaving the previous active client costs
+    noc: np.ndarray                 # (T,) non-overlap cost: a move, or a standby move
+    had: np.ndarray
+    prev_c: np.ndarray
+    prev_t: np.ndarray
+    prev_keys: np.ndarray           # sorted c * T + t of previous active pairs
+    held_c: np.ndarray              # previous active or standby pairs
+    held_t: np.ndarray
+    held_keys: np.ndarray
+    constrained: np.ndarray
+    cu_c: np.ndarray
+    cu_t: np.ndarray
+    cu_keys: np.ndarray
+    holder: np.ndarray
+    hold_cost: np.ndarray
+    bf: int
+    boxes: list                     # Balanced boxes of active tasks
+    boxes_stateful: list            # ... of stateful active tasks
+    sub_balance: bool
+    want: int
+    budget: int
+    learner: bool
+    standby_slack: int
+    state_c: np.ndarray
+    state_t: np.ndarray
+    state_tie: np.ndarray           # 0 caught up, 1 lagging (no state: 2)
+    tag_keys: tuple[str, ...]
+    combos: np.ndarray
+    client_combo: np.ndarray
+    combo_count: np.ndarray
+    max_moves: int | None
+    rack_aware: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def active_cost(self, t, c) -> np.ndarray:
+        t = np.asarray(t, dtype=np.int64)
+        c = np.asarray(c, dtype=np.int64)
+        kept = np.isin(c * self.T + t, self.prev_keys)
+        return self.act_cell[t, self.cell[c]] + np.where(kept, 0, self.move_cost[t])
+
+    def replica_cost(self, t, c) -> np.ndarray:
+        """Traffic of a replica (standby or warm-up) of ``t`` on ``c``."""
+        t = np.asarray(t, dtype=np.int64)
+        return self.rep_cell[t, self.cell[np.asarray(c, dtype=np.int64)]]
+
+    def standby_cost(self, t, c) -> np.ndarray:
+        """A standby's cost: its traffic, plus ``noc`` when ``c`` held ``t`` in no role before (a standby move)."""
+        t = np.asarray(t, dtype=np.int64)
+        c = np.asarray(c, dtype=np.int64)
+        held = np.isin(c * self.T + t, self.held_keys)
+        return self.rep_cell[t, self.cell[c]] + np.where(held, 0, self.noc[t])
+
+    def subtopology_boxes(self) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        """Per subtopology, its Balanced boxes (``balance_subtopology``)."""
+        n_g = np.bincount(self.sub, minlength=self.G)
+        return [balance_boxes(int(n_g[g]), self.threads, self.bf) for g in range(self.G)]
+
+
+def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> StreamsModel:
+    """Arrays of ``snap`` for the formulations; see :class:`StreamsModel`."""
+    options = options or SolveOptions()
+    extra = dict(options.extra or {})
+    idx = snap.index
+    cfg = snap.config
+    T, C = len(idx.task_ids), len(idx.client_ids)
+    stateful = np.asarray(idx.stateful, dtype=bool)
+    threads = np.asarray(idx.threads, dtype=np.int64)
+    subs = np.fromiter((t.subtopology for t in snap.tasks), dtype=np.int64, count=T)
+    sub_ids, sub = np.unique(subs, return_inverse=True) if T else (np.zeros(0, dtype=np.int64),
+                                                                  np.zeros(0, dtype=np.int64))
+    G = max(1, len(sub_ids))
+    racks = rack_tables(snap)
+    R = len(racks.racks)
+    cell = np.asarray(racks.client_rack, dtype=np.int64)
+    rack_aware = cfg.rack_aware
+    had = np.zeros(T, dtype=bool)
+    had[idx.prev_active_task] = True
+    if rack_aware:
+        tc = np.where(stateful, cfg.traffic_cost(), cfg.traffic_cost(stateless=True)).astype(np.int64)
+        noc = np.where(stateful, cfg.non_overlap_cost(), cfg.non_overlap_cost(stateless=True)).astype(np.int64)
+        if racks.known:
+            act_cell = tc[:, None] * racks.input_cross
+            rep_cell = tc[:, None] * racks.changelog_cross
+        else:
+            act_cell = np.zeros((T, R + 1), dtype=np.int64)
+            rep_cell = np.zeros((T, R + 1), dtype=np.int64)
+    else:
+        noc = np.ones(T, dtype=np.int64)
+        act_cell = np.zeros((T, R + 1), dtype=np.int64)
+        rep_cell = np.zeros((T, R + 1), dtype=np.int64)
+    move_cost = np.where(had, noc, 0).astype(np.int64)
+    prev_c = np.asarray(idx.prev_active_client, dtype=np.int64)
+    prev_t = np.asarray(idx.prev_active_task, dtype=np.int64)
+    prev_keys = np.unique(prev_c * T + prev_t)
+    held_keys = np.unique(np.concatenate([prev_keys, np.asarray(idx.prev_standby_client, dtype=np.int64) * T
+                                          + np.asarray(idx.prev_standby_task, dtype=np.int64)]))
+    held_c, held_t = (held_keys // T, held_keys % T) if T else (held_keys, held_keys)
+
+    el = eligible_pairs(snap)
+    constrained = stateful & ~np.asarray(el.free, dtype=bool)
+    cu_c = np.asarray(el.client, dtype=np.int64)
+    cu_t = np.asarray(el.task, dtype=np.int64)
+    cu_keys = np.unique(cu_c * T + cu_t)
+
+    bf = cfg.balance_factor
+    model = StreamsModel(
+        snap=snap, T=T, C=C, threads=threads, stateful=stateful, sub=sub.astype(np.int64), G=G, cell=cell, R=R,
+        act_cell=np.ascontiguousarray(act_cell, dtype=np.int64),
+        rep_cell=np.ascontiguousarray(rep_cell, dtype=np.int64),
+        move_cost=move_cost, noc=noc.astype(np.int64), had=had, prev_c=prev_c, prev_t=prev_t, prev_keys=prev_keys,
+        held_c=held_c, held_t=held_t, held_keys=held_keys,
+        constrained=constrained, cu_c=cu_c, cu_t=cu_t, cu_keys=cu_keys,
+        holder=np.full(T, -1, dtype=np.int64), hold_cost=np.zeros(T, dtype=np.int64),
+        bf=bf, boxes=[], boxes_stateful=[],
+        sub_balance=cfg.rack_aware_assignment_strategy == "balance_subtopology" and G > 1,
+        want=snap.standbys_per_task(),
+        budget=1 if cfg.rebalancing_mode == "learner" else cfg.max_warmup_replicas,
+        learner=cfg.rebalancing_mode == "learner",
+        standby_slack=int(extra.get("standby_slack", DEFAULT_STANDBY_SLACK)),
+        state_c=np.zeros(0, dtype=np.int64), state_t=np.zeros(0, dtype=np.int64),
+        state_tie=np.zeros(0, dtype=np.int64), tag_keys=(), combos=np.zeros((1, 0), dtype=np.int64),
+        client_combo=np.zeros(C, dtype=np.int64), combo_count=np.array([C], dtype=np.int64),
+        max_moves=None, rack_aware=rack_aware)
+    if not isinstance(model.standby_slack, int) or model.standby_slack < 0:
+        raise StickyflowError(f"standby_slack: must be an integer >= 0, not {model.standby_slack!r}")
+    mm = extra.get("max_moves")
+    if mm is not None:
+        if not isinstance(mm, int) or isinstance(mm, bool) or mm < 0:
+            raise StickyflowError(f"max_moves: must be an integer >= 0, not {mm!r}")
+        model.max_moves = mm
+
+    # holders: the cheapest eligible client (the previous owner first on ties, then snapshot order)
+    if len(cu_t):
+        cost = model.active_cost(cu_t, cu_c)
+        not_prev = ~np.isin(cu_c * T + cu_t, prev_keys)
+        order = np.lexsort((cu_c, not_prev, cost, cu_t))
+        first = order[np.unique(cu_t[order], return_index=True)[1]]
+        model.holder[cu_t[first]] = cu_c[first]
+        model.hold_cost[cu_t[first]] = cost[first]
+
+    if C:
+        model.boxes = balance_boxes(T, threads, bf)
+        model.boxes_stateful = balance_boxes(int(stateful.sum()), threads, bf)
+
+    # local state, for where standbys go on ties
+    st_mask = stateful[idx.lag_task] if len(idx.lag_task) else np.zeros(0, dtype=bool)
+    model.state_c = np.asarray(idx.lag_client, dtype=np.int64)[st_mask]
+    model.state_t = np.asarray(idx.lag_task, dtype=np.int64)[st_mask]
+    model.state_tie = (np.asarray(idx.lag_value)[st_mask] > cfg.acceptable_recovery_lag).astype(np.int64)
+
+    # tag spreading (KIP-708); racks as one more key on request
+    keys = tuple(cfg.rack_aware_assignment_tags)
+    if extra.get("spread_racks") and C and all(c.rack is not None for c in snap.clients):
+        keys = keys + (RACK_KEY,)
+    if keys and model.want and C:
+        combos, client_combo, counts = tag_combinations(snap, keys)
+        if len(combos) > 1:
+            model.tag_keys = keys
+            model.combos, model.client_combo, model.combo_count = combos, client_combo.astype(np.int64), counts
+    return model
+
+
+# --------------------------------------------------------------------------- what a solver returns
+
+@dataclass(slots=True, eq=False)
+class StreamsPlan:
+    """A solved round: per task its target, what runs, warm-up and standbys (client indexes, -1 for none).
+
+    ``standby`` is (T, want). ``bound`` is a proven lower bound on the cost of
+    the converged (target) assignment among those the rules allow, or None.
+    """
+
+    target: np.ndarray
+    active: np.ndarray
+    warmup: np.ndarray
+    standby: np.ndarray
+    method: str
+    status: str
+    bound: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _standby_pairs(m: StreamsModel, plan: StreamsPlan) -> tuple[np.ndarray, np.ndarray]:
+    if not m.want:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    st = np.repeat(np.arange(m.T), m.want)
+    sc = plan.standby.reshape(-1)
+    ok = sc >= 0
+    return st[ok], sc[ok]
+
+
+def plan_cost(model: StreamsModel, plan: StreamsPlan) -> int:
+    """The spec's cost of what runs this round (``streams_metrics(...)["cost"]`` of the decision)."""
+    m = model
+    if not m.T or not m.C:
+        return 0
+    t = np.arange(m.T)
+    cost = int(m.active_cost(t, plan.active).sum())
+    w = plan.warmup >= 0
+    cost += int(m.replica_cost(t[w], plan.warmup[w]).sum())
+    st, sc = _standby_pairs(m, plan)
+    cost += int(m.standby_cost(st, sc).sum())
+    return cost
+
+
+def target_cost(model: StreamsModel, plan: StreamsPlan) -> int:
+    """The cost of the converged assignment the plan aims for: targets as actives, the same standbys."""
+    m = model
+    if not m.T or not m.C:
+        return 0
+    cost = int(m.active_cost(np.arange(m.T), plan.target).sum())
+    st, sc = _standby_pairs(m, plan)
+    return cost + int(m.standby_cost(st, sc).sum())
+
+
+def movements(model: StreamsModel, target: np.ndarray) -> np.ndarray:
+    """Tasks whose target client is not eligible (caught up, or least lag) while some client is (mask)."""
+    m = model
+    if not m.T:
+        return np.zeros(0, dtype=bool)
+    keys = target * m.T + np.arange(m.T)
+    return m.constrained & ~np.isin(keys, m.cu_keys)
+
+
+def choose_warmups(model: StreamsModel, target: np.ndarray, moving: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Warm-ups for up to ``budget`` movements (-1 elsewhere): cheapest first, ties in TaskId order.
+
+    In learner mode the one learner is a task of the most loaded client (active tasks per thread).
+    """
+    m = model
+    warm = np.full(m.T, -1, dtype=np.int64)
+    tasks = np.flatnonzero(moving)
+    if not len(tasks) or m.budget <= 0:
+        return warm
+    rank = task_rank(m)
+    cost = m.replica_cost(tasks, target[tasks])
+    if m.learner:
+        load = np.bincount(active, minlength=m.C) / m.threads
+        order = np.lexsort((rank[tasks], cost, -load[active[tasks]]))
+    else:
+        order = np.lexsort((rank[tasks], cost))
+    pick = tasks[order[:m.budget]]
+    warm[pick] = target[pick]
+    return warm
+
+
+def task_rank(model: StreamsModel) -> np.ndarray:
+    """Each task's position in Kafka's TaskId order."""
+    r = model.extra.get("task_rank")
+    if r is None:
+        ids = model.snap.index.task_ids
+        order = sorted(range(model.T), key=lambda i: task_key(ids[i]))
+        r = np.empty(model.T, dtype=np.int64)
+        r[np.asarray(order, dtype=np.int64)] = np.arange(model.T)
+        model.extra["task_rank"] = r
+    return r
+
+
+def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
+    """The :class:`Decision` of a plan: process id -> roles, cost, bound, follow-up.
+
+    ``objective`` is the cost of what runs (the result's ``metrics.cost``);
+    ``bound`` is kept when it bounds that, which it does whenever nothing waits
+    (what runs is then the target). ``extra`` carries ``target_cost`` and
+    ``target_bound``: the converged assignment's cost and the proven bound on it.
+    """
+    m = model
+    snap = m.snap
+    idx = snap.index
+    ids = idx.task_ids
+    rank = task_rank(m)
+    roles: dict[str, list[list[int]]] = {pid: [[], [], []] for pid in idx.client_ids}
+    if m.T and m.C:
+        t = np.arange(m.T)
+        pairs = [(plan.active, t, 0)]
+        w = plan.warmup >= 0
+        pairs.append((plan.warmup[w], t[w], 2))
+        st, sc = _standby_pairs(m, plan)
+        pairs.append((sc, st, 1))
+        cids = idx.client_ids
+        for cs, ts, role in pairs:
+            order = np.lexsort((rank[ts], cs))
+            cs, ts = cs[order], ts[order]
+            bounds = np.searchsorted(cs, np.arange(m.C + 1))
+            tl = ts.tolist()
+            for c in np.flatnonzero(np.diff(bounds)).tolist():
+                roles[cids[c]][role] = tl[bounds[c]:bounds[c + 1]]
+    assignment = {pid: ClientAssignment(active=tuple(ids[i] for i in a), standby=tuple(ids[i] for i in s),
+                                        warmup=tuple(ids[i] for i in w))
+                  for pid, (a, s, w) in roles.items()}
+    moving = movements(m, plan.target) if m.T and m.C else np.zeros(0, dtype=bool)
+    covered = moving & (plan.standby == plan.target[:, None]).any(axis=1) if m.want and m.T else \
+        np.zeros(m.T, dtype=bool)
+    waits = bool((plan.warmup >= 0).any() or covered.any())
+    followup = snap.followup_deadline() if waits else None
+    cost = plan_cost(m, plan)
+    tcost = target_cost(m, plan)
+    bound = plan.bound
+    status = plan.status
+    extra = dict(plan.extra)
+    extra.pop("task_rank", None)
+    extra.update(target_cost=tcost, target_bound=bound, movements=int(moving.sum()),
+                 covered_by_standby=int(covered.sum()), warmups=int((plan.warmup >= 0).sum()))
+    if bound is not None and bound > tcost:  # never claim a bound the solution beats: a bug, not a bound
+        bound = None
+        extra["target_bound"] = None
+    if status == "optimal" and bound is not None and bound != tcost:
+        status = "feasible"
+    if bound is not None and bound > cost:  # what runs is cheaper than any converged assignment (a move waits)
+        bound = None
+    return Decision(assignment=assignment, method=plan.method, status=status, objective=cost, bound=bound,
+                    followup_rebalance_deadline_ms=followup, extra=extra)
