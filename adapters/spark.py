@@ -163,10 +163,12 @@ def read_snapshots(spark: Any, path: str, *, column: str = SNAPSHOT_COLUMN, form
         df = spark.read.text(path).where(F.trim(F.col("value")) != "")
         text = F.col("value")
     elif fmt == "json":
-        reader = spark.read.option("wholetext", "true")
+        # one snapshot per file, however it is indented. wholetext goes as text()'s own argument: PySpark 4's
+        # text() passes its wholetext default to the reader and so overrides an earlier .option("wholetext")
+        reader = spark.read
         if not path.lower().endswith(".json"):
             reader = reader.option("pathGlobFilter", "*.json")
-        df = reader.text(path)
+        df = reader.text(path, wholetext=True)
         text = F.col("value")
     elif fmt == "parquet":
         df = spark.read.parquet(path)

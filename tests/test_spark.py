@@ -221,3 +221,19 @@ def test_written_results_check_out(spark, dataset, tmp_path):
     for row in good.itertuples():
         assert isinstance(row.result, str) and row.result, row.id
         check_written_result(stickyflow.parse_snapshot(by_id[row.id]), json.loads(row.result), row)
+
+
+def test_folder_of_pretty_printed_json_is_one_snapshot_per_file(spark, tmp_path):
+    """The project's own examples/ (indented JSON, and a .py file beside them): one valid row per file and
+    assignor, none invalid. Before the fix every line of every file was read as a snapshot."""
+    from tests.conftest import EXAMPLES
+
+    assert EXAMPLES and all(b"\n  " in p.read_bytes() for p in EXAMPLES)  # really pretty-printed
+    out = tmp_path / "examples.parquet"
+    summary = run_batch(str(EXAMPLES[0].parent), str(out), ["optimal", "sticky"], spark=spark, partitions=2)
+    frame = pd.read_parquet(out)
+    assert summary.rows == len(frame) == 2 * len(EXAMPLES)
+    assert frame["error"].isna().all() and not frame["status"].isin(["invalid", "error", "unsupported"]).any()
+    want = {json.loads(p.read_text())["id"] for p in EXAMPLES}
+    assert set(frame["id"]) == want and frame.groupby("id").size().eq(2).all()
+    assert set(frame["source"]) == {p.name for p in EXAMPLES}
