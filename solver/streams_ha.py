@@ -3,18 +3,18 @@
 The steps, in Kafka's order (our own code, with numpy and heaps where it pays):
 
 1. **Balanced target.** Stateful tasks, in TaskId order, are dealt round-robin
-   over the clients in process-id order, each client filled up to its share of
-   a water-filling over threads (``(n_c + 1) / threads_c`` smallest first), so
-   active tasks per thread differ by at most one.
+   over the clients in process-id order, then moved from client to client while
+   that evens active tasks per thread (Kafka's ``balanceTasksOverThreads``).
 2. **KIP-925** (``rack_aware_assignment_strategy`` set and racks known): the
    stateful actives are permuted among the clients, counts kept, by a
    min-cost flow with Kafka's default costs 10 (traffic) / 1 (non-overlap).
 3. **Standbys**, ``min(num_standby_replicas, clients - 1)`` per stateful task:
    the least loaded client ((active + standby) / threads) not holding the task;
    with ``rack_aware_assignment_tags`` (KIP-708) the client adding the most new
-   tag values first (with a rack-aware strategy and no tags: racks). Then the
-   KIP-925 flow for standbys (changelog partitions), clients of the same tag
-   values only.
+   tag values first (racks are not a spreading key here, as in Kafka); then
+   standbys move from client to client while that evens (active + standby)
+   tasks per thread (``balanceTasksOverThreads`` again). Then the KIP-925 flow
+   for standbys (changelog partitions), clients of the same tag values only.
 4. **Active movements.** A stateful active on a client that is not caught up,
    while a more caught-up client exists, moves: to the least loaded caught-up
    client holding a standby (roles swapped, no warm-up needed), else to the
@@ -95,28 +95,132 @@ def water_fill(n: int, threads: list[int], rank: list[int]) -> list[int]:
 
 
 def balanced_target(st: HAState, tasks: list[int]) -> list[int]:
-    """Deal ``tasks`` (in order) round-robin over clients in process-id order, each up to its water-filled share.
+    """Kafka's target for stateful actives: deal ``tasks`` round-robin over the clients in process-id order,
+    then move tasks between clients while that evens tasks per thread (``balanceTasksOverThreads``).
 
-    Returns the client of each task, aligned with ``tasks``.
+    A move from ``s`` to ``d`` happens when ``s`` has more tasks per thread than
+    ``d`` and would not end with fewer than ``d`` after it; the source gives up its
+    first tasks in TaskId order. Starting from the deal, every client with a task
+    keeps at least one unless moving it still leaves the two in order (Kafka's
+    ``shouldDistributeStatefulActiveTasksToAllClients``). With equal threads the
+    deal is already balanced and nothing moves. Returns the client of each task,
+    aligned with ``tasks`` (which come in TaskId order).
+
+    >>> from stickyflow.streams import parse_streams
+    >>> snap = parse_streams({"format": "stickyflow.snapshot/1", "kind": "streams",
+    ...     "tasks": [{"id": f"0_{i}", "stateful": True} for i in range(9)],
+    ...     "clients": [{"process_id": p, "threads": n, "previous_active": [], "previous_standby": []}
+    ...                 for p, n in (("a", 100), ("b", 50), ("c", 1))]})
+    >>> st = HAState(snap)
+    >>> [snap.index.client_ids[c] for c in balanced_target(st, list(range(9)))].count("c")
+    1
     """
-    counts = water_fill(len(tasks), st.threads, st.rank)
-    order = [c for c in st.client_order if counts[c] > 0]
-    left = {c: counts[c] for c in order}
-    out: list[int] = []
-    ring = order
-    i = 0
-    for _ in tasks:
-        while True:
-            if i >= len(ring):
-                ring = [c for c in ring if left[c] > 0]
-                i = 0
-            c = ring[i]
-            i += 1
-            if left[c] > 0:
-                break
-        left[c] -= 1
-        out.append(c)
+    import bisect
+
+    order = st.client_order
+    C = len(order)
+    if not C or not tasks:
+        return [order[0]] * len(tasks) if C else []
+    held: list[list[int]] = [[] for _ in range(st.C)]  # positions into ``tasks``, ascending
+    for i in range(len(tasks)):
+        held[order[i % C]].append(i)
+    threads = [float(x) for x in st.threads]  # plain floats: this loop is scalar arithmetic
+    n = [float(len(h)) for h in held]
+    order_arr = np.asarray(order, dtype=np.int64)
+    thr = np.asarray(threads)[order_arr]
+
+    def should_move(s: int, d: int) -> bool:
+        skew = n[s] / threads[s] - n[d] / threads[d]
+        if skew <= 0:
+            return False
+        proposed = (n[s] - 1.0) / threads[s] - (n[d] + 1.0) / threads[d]
+        return 0 <= proposed < skew
+
+    moved = True
+    while moved:
+        moved = False
+        counts = np.asarray(n)[order_arr]
+        for s in order:
+            if not held[s]:
+                continue
+            # only clients lighter than s that s could feed can take a task; the set can only shrink while s gives
+            ok = (counts / thr < n[s] / threads[s]) & ((n[s] - 1.0) / threads[s] - (counts + 1.0) / thr >= 0)
+            for d in order_arr[ok].tolist():
+                if (n[s] - 1.0) / threads[s] < (n[d] + 1.0) / threads[d]:
+                    continue  # s has given enough to stay at or above d
+                while held[s] and should_move(s, d):
+                    bisect.insort(held[d], held[s].pop(0))
+                    n[s] -= 1
+                    n[d] += 1
+                    moved = True
+            counts = np.asarray(n)[order_arr]
+    out = [0] * len(tasks)
+    for c in range(st.C):
+        for i in held[c]:
+            out[i] = c
     return out
+
+
+def balance_standbys(st: HAState, client_combo: list[int] | None = None) -> int:
+    """Kafka's ``balanceTasksOverThreads`` for standbys: move standbys from client to client while that evens
+    (active + standby) tasks per thread; returns how many moved.
+
+    The greedy standby placement can leave one client a few standbys ahead (each
+    task picks the least loaded client at its turn); Kafka then moves standbys,
+    the source's first in TaskId order that the destination does not hold, while
+    the move narrows the two clients' gap without inverting it. With tags
+    (KIP-708) a standby only moves between clients with the same tag values.
+    """
+    if st.C < 2:
+        return 0
+    pos = {t: i for i, t in enumerate(st.task_order)}
+    held: list[list[int]] = [[] for _ in range(st.C)]  # standby tasks of each client, in TaskId order
+    for t in st.task_order:
+        for c in st.standby[t]:
+            held[c].append(t)
+    threads = st.threads
+
+    def should_move(s: int, d: int) -> bool:
+        skew = st.load(s) - st.load(d)
+        if skew <= 0:
+            return False
+        total_s, total_d = st.n_active[s] + st.n_replica[s], st.n_active[d] + st.n_replica[d]
+        proposed = (total_s - 1.0) / threads[s] - (total_d + 1.0) / threads[d]
+        return 0 <= proposed < skew
+
+    order = np.asarray(st.client_order, dtype=np.int64)
+    thr = np.asarray(threads, dtype=np.float64)[order]
+    combo = np.asarray(client_combo, dtype=np.int64)[order] if client_combo is not None else None
+    moved_any = 0
+    moved = True
+    while moved:
+        moved = False
+        tot = np.asarray([st.n_active[c] + st.n_replica[c] for c in order], dtype=np.float64)
+        for s in st.client_order:
+            if not held[s]:
+                continue
+            # a prefilter in numpy (only lighter clients that s could feed; the set only shrinks while s gives)
+            load_s = (st.n_active[s] + st.n_replica[s]) / threads[s]
+            ok = (tot / thr < load_s) & ((st.n_active[s] + st.n_replica[s] - 1.0) / threads[s] - (tot + 1.0) / thr >= 0)
+            if combo is not None:
+                ok &= combo == client_combo[s]
+            for d in order[ok].tolist():
+                if d == s or not should_move(s, d):
+                    continue
+                for t in list(held[s]):
+                    if not should_move(s, d):
+                        break
+                    if st.holds(d, t):
+                        continue
+                    st.remove_standby(t, s)
+                    st.add_standby(t, d)
+                    tot[st.rank[s]] -= 1
+                    tot[st.rank[d]] += 1
+                    held[s].remove(t)
+                    held[d].insert(next((k for k, u in enumerate(held[d]) if pos[u] > pos[t]), len(held[d])), t)
+                    moved = True
+                    moved_any += 1
+    return moved_any
 
 
 # --------------------------------------------------------------------------- 4-5. movements
@@ -256,9 +360,11 @@ def assign_high_availability(snapshot: StreamsSnapshot, options: SolveOptions | 
                                       traffic_cost=cfg.traffic_cost(), non_overlap_cost=cfg.non_overlap_cost(),
                                       strategy=cfg.rack_aware_assignment_strategy)
         st.set_owners(owner, np.asarray(stateful))
-    # 3. standbys
-    keys = spread_keys(snap)
+    # 3. standbys: spread over the configured tags only (Kafka's HA assignor builds its standby assignor without
+    # racks: KIP-925's flow below then cuts their changelog traffic instead)
+    keys = tuple(cfg.rack_aware_assignment_tags)
     assign_standbys(st, stateful, snap.standbys_per_task(), keys)
+    balance_standbys(st, tag_combinations(snap, keys)[1].tolist() if keys else None)
     if rack_aware and snap.standbys_per_task():
         _optimize_standbys(st, keys)
     # 4-5. movements towards caught-up clients, warm-ups on the target clients
