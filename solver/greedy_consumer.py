@@ -43,6 +43,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from .consumer import ConsumerSnapshot, Member
+from .consumer_check import ArrayAssignment
 from .registry import SolveOptions
 from .result import Decision
 
@@ -168,17 +169,6 @@ class _TopicRange:
                 self.give(i, free[pos:pos + k])
                 pos += k
 
-    def layout(self) -> list[tuple[int, np.ndarray]]:
-        """(member index, sorted partitions) for every member that got some."""
-        order = np.argsort(self.owner, kind="stable")
-        out = []
-        start = 0
-        for i, c in enumerate(self.count):
-            if c:
-                out.append((self.members[i], order[start:start + c]))
-                start += c
-        return out
-
 
 def _co_partition(states: list[_TopicRange]) -> None:
     """Step 1 for topics with the same members and partition count: partition p of all goes to one member.
@@ -265,7 +255,6 @@ def assign_range(snap: ConsumerSnapshot, options: SolveOptions | None = None) ->
 
     See the module docstring for the three steps when racks matter.
     """
-    out: dict[str, dict[str, np.ndarray]] = {m.id: {} for m in snap.members}
     states = _range_states(snap)
     uses_racks = any(s.needs_racks for s in states)
     if uses_racks:
@@ -279,38 +268,43 @@ def assign_range(snap: ConsumerSnapshot, options: SolveOptions | None = None) ->
                     _co_partition(group)
             elif group[0].needs_racks:
                 group[0].match_racks()
-    ids = [m.id for m in snap.members]
+    owners = {}
     for s in states:
-        s.fill()
-        for i, parts in s.layout():
-            out[ids[i]][s.name] = parts
-    return Decision(assignment=out, method="range", status="heuristic", extra={"rack_aware": uses_racks})
+        if s.free == s.P:  # untouched by racks: the classic ranges, in one step
+            C = len(s.members)
+            sizes = np.full(C, s.base, dtype=np.int64)
+            sizes[:s.extra] += 1
+            s.owner = np.repeat(np.arange(C, dtype=np.int32), sizes)
+        else:
+            s.fill()
+        owners[s.name] = np.asarray(s.members, dtype=np.int32)[s.owner]
+    return Decision(assignment=ArrayAssignment(snap, owners), method="range", status="heuristic",
+                    extra={"rack_aware": uses_racks})
 
 
 def assign_roundrobin(snap: ConsumerSnapshot, options: SolveOptions | None = None) -> Decision:
     """Kafka's RoundRobinAssignor: partitions sorted by (topic, number), dealt to members in circular order."""
     members = kafka_member_order(list(snap.members))
-    out: dict[str, dict[str, list[int]]] = {m.id: {} for m in members}
-    if not members:
-        return Decision(assignment=out, method="roundrobin", status="heuristic")
-    subs = [frozenset(m.subscription) for m in members]
     n = len(members)
+    index = snap.member_index()
+    rank = np.fromiter((index[m.id] for m in members), dtype=np.int32, count=n)  # dealing position -> member
+    subs = [frozenset(m.subscription) for m in members]
+    readers = snap.subscribers()
+    owners: dict[str, np.ndarray] = {}
     pos = 0
     for t in sorted(snap.topics):
-        who = [i for i in range(n) if t in subs[i]]
-        if not who:
+        if not readers[t]:
             continue
         P = snap.topics[t].partitions
-        if len(who) == n:  # everybody subscribes: no skipping, deal in one numpy step
-            for i in range(n):  # member i gets p with (pos + p) % n == i
-                parts = np.arange((i - pos) % n, P, n)
-                if len(parts):
-                    out[members[i].id][t] = parts
+        if len(readers[t]) == n:  # everybody subscribes: no skipping, deal in one numpy step
+            owners[t] = rank[(pos + np.arange(P)) % n]
             pos = (pos + P) % n
             continue
+        dealt = np.empty(P, dtype=np.int32)
         for p in range(P):
             while t not in subs[pos]:
                 pos = (pos + 1) % n
-            out[members[pos].id].setdefault(t, []).append(p)
+            dealt[p] = pos
             pos = (pos + 1) % n
-    return Decision(assignment=out, method="roundrobin", status="heuristic")
+        owners[t] = rank[dealt]
+    return Decision(assignment=ArrayAssignment(snap, owners), method="roundrobin", status="heuristic")
