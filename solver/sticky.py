@@ -77,6 +77,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .consumer import ConsumerSnapshot, previous_owners
+from .consumer_check import ArrayAssignment
 from .errors import SolverFaultError
 from .registry import SolveOptions
 from .result import Decision
@@ -112,7 +113,7 @@ def assign_sticky(snapshot: ConsumerSnapshot, options: SolveOptions | None = Non
     else:
         builder = "general"
         owner = _General(st, snapshot).run()
-    return Decision(assignment=st.decode(owner), method="sticky", status="heuristic",
+    return Decision(assignment=st.arrays(snapshot, owner), method="sticky", status="heuristic",
                     extra={"builder": builder, "rack_aware": st.racks.active})
 
 
@@ -171,7 +172,10 @@ class _Group:
         ids = [snap.members[i].id for i in order]
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
-        subscribed = {t for m in snap.members for t in m.subscription if t in snap.topics}
+        by_sub: dict[tuple[str, ...], list[int]] = {}  # members share subscriptions: work per distinct one
+        for c, i in enumerate(order):
+            by_sub.setdefault(snap.members[i].subscription, []).append(c)
+        subscribed = set().union(*by_sub) & snap.topics.keys() if by_sub else set()
         topics = sorted(subscribed)
         tnum = {t: j for j, t in enumerate(topics)}
         sizes = np.array([snap.topics[t].partitions for t in topics], dtype=np.int64)
@@ -180,12 +184,14 @@ class _Group:
         P = int(offsets[-1])
         topic_of = np.repeat(np.arange(len(topics), dtype=np.int32), sizes)
         part_of = np.arange(P, dtype=np.int64) - offsets[:-1][topic_of]
-        subs = [sorted(tnum[t] for t in snap.members[i].subscription if t in tnum) for i in order]
-        elig_l: list[list[int]] = [[] for _ in topics]
-        for c, ts in enumerate(subs):
-            for t in ts:
-                elig_l[t].append(c)
-        elig = [np.array(e, dtype=np.int32) for e in elig_l]
+        sub_topics = {sub: sorted({tnum[t] for t in sub if t in tnum}) for sub in by_sub}
+        subs = [sub_topics[snap.members[i].subscription] for i in order]  # shared, read-only lists
+        elig_l: list[list[np.ndarray]] = [[] for _ in topics]
+        for sub, cs in by_sub.items():
+            arr = np.array(cs, dtype=np.int32)
+            for t in sub_topics[sub]:
+                elig_l[t].append(arr)
+        elig = [np.sort(np.concatenate(e)) if e else np.zeros(0, dtype=np.int32) for e in elig_l]
         prev = np.full(P, -1, dtype=np.int32)
         if P and snap.members:
             owners = previous_owners(snap).owner
@@ -198,22 +204,14 @@ class _Group:
                       offsets=offsets, topic_of=topic_of, part_of=part_of, subs=subs, elig=elig, prev=prev,
                       racks=_rack_info(snap, order, topics, P))
 
-    def decode(self, owner: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
-        """Member id -> topic -> partitions, from the owner of every partition."""
+    def arrays(self, snap: ConsumerSnapshot, owner: np.ndarray) -> ArrayAssignment:
+        """The assignment as owner arrays per topic (snapshot member indexes), without a Python step per
+        (member, topic) pair; it reads as member id -> topic -> partitions."""
         if self.P and int(owner.min()) < 0:
             raise SolverFaultError(f"sticky: {int((owner < 0).sum())} partition(s) left unassigned (a bug)")
-        out: dict[str, dict[str, np.ndarray]] = {mid: {} for mid in self.ids}
-        if not self.P:
-            return out
-        order = np.argsort(owner, kind="stable")  # within a member: topic by name, then partition
-        members, topics, parts = owner[order], self.topic_of[order], self.part_of[order]
-        cuts = np.flatnonzero((members[1:] != members[:-1]) | (topics[1:] != topics[:-1])) + 1
-        starts = np.concatenate(([0], cuts))
-        ends = np.concatenate((cuts, [len(order)]))
-        ids, names = self.ids, self.topics
-        for a, b, c, t in zip(starts.tolist(), ends.tolist(), members[starts].tolist(), topics[starts].tolist()):
-            out[ids[c]][names[t]] = parts[a:b]
-        return out
+        mapped = self.snap_index[owner] if self.P else np.zeros(0, dtype=np.int32)
+        return ArrayAssignment(snap, {t: mapped[self.offsets[j]:self.offsets[j + 1]]
+                                      for j, t in enumerate(self.topics)})
 
 
 def _rack_info(snap: ConsumerSnapshot, order: list[int], topics: list[str], P: int) -> _Racks:

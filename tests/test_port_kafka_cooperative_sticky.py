@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import pytest
 
-from test_port_kafka_sticky import (ASSIGNORS, NONE, SHARED_OWN, Play, _testSubscriptionNotEqualAndAssignSamePartitionWith3Generation,
-                                    abstract_cases, generation_cases, owned_doc, tps)
+from test_port_kafka_sticky import (NONE, SHARED_OWN, Play, _testReassignmentWithRandomSubscriptionsAndChanges,
+                                    _testSubscriptionNotEqualAndAssignSamePartitionWith3Generation, abstract_cases,
+                                    generation_cases, large_cases, owned_doc, random_rounds_cases, run_large, tps)
 
 
 def _testUniformSubscriptionTransferOwnershipListIsRight(p: Play):
@@ -52,3 +53,13 @@ def test_kafka_CooperativeStickyAssignorTest(scenario, rack, assignor):
 def test_kafka_CooperativeStickyAssignorTest_testSubscriptionNotEqualAndAssignSamePartitionWith3Generation(
         gens, assignor):
     _testSubscriptionNotEqualAndAssignSamePartitionWith3Generation(Play(assignor, "cooperative"), gens)
+
+
+@pytest.mark.parametrize(("case", "rack", "assignor"), large_cases("cooperative"))
+def test_kafka_CooperativeStickyAssignorTest_large(case, rack, assignor):
+    run_large(case, Play(assignor, "cooperative", rack))
+
+
+@pytest.mark.parametrize(("rack", "assignor"), random_rounds_cases("cooperative"))
+def test_kafka_CooperativeStickyAssignorTest_random_rounds(rack, assignor):
+    _testReassignmentWithRandomSubscriptionsAndChanges(Play(assignor, "cooperative", rack), rounds=100)

@@ -711,7 +711,7 @@ def _random_sublist(rng: random.Random, items: list[str]) -> list[str]:
 
 
 def _testReassignmentWithRandomSubscriptionsAndChanges(p: Play, rounds: int = 3, seed: int = 2024):
-    """Fixed seeds: round ``k`` draws from ``random.Random(seed + k)``. As in Kafka, members of a round that has
+    """Kafka plays 100 rounds; the quick set plays 3 and the slow set all 100. Fixed seeds: round ``k`` draws from ``random.Random(seed + k)``. As in Kafka, members of a round that has
     fewer consumers than the one before stay in the group for that round's first assignment, with what they
     were last given."""
     carried: dict[str, dict] = {}
@@ -733,6 +733,32 @@ def _testReassignmentWithRandomSubscriptionsAndChanges(p: Play, rounds: int = 3,
         r = p.assign(counts, list(carried.values()))
         p.verify(r)
         p.sticky_moves(r)
+
+
+def _testLargeAssignmentWithMultipleConsumersLeavingAndRandomSubscription(p: Play, seed: int = 60):
+    """Kafka's ``@Timeout(60)``: 40 topics of 1 to 10 partitions, 200 consumers reading random topics, then up
+    to 50 leave. Kafka draws from ``new Random()``; here ``random.Random(60)``."""
+    rng = random.Random(seed)
+    print(f"[seed] random.Random({seed})")
+    counts = {name("t", i, 40): rng.randrange(10) + 1 for i in range(40)}
+    subs = {}
+    for i in range(200):
+        topics: list[str] = []
+        j = 0
+        while j < rng.randrange(20):  # Kafka draws the bound again at every step of its loop
+            topics.append(name("t", rng.randrange(40), 40))
+            j += 1
+        subs[name("c", i, 200)] = sorted(set(topics))
+    t0 = time.perf_counter()
+    r = p.verify(p.assign(counts, [p.fresh(c, subs[c], i) for i, c in enumerate(subs)]))
+    members = {c: (p.owning(c, subs[c], r.get(c), GENERATION, i) if i else p.fresh(c, subs[c], i))
+               for i, c in enumerate(subs)}
+    for _ in range(50):
+        members.pop(name("c", rng.randrange(200), 200), None)
+    r = p.assign(counts, list(members.values()))
+    p.verify(r)
+    p.sticky_moves(r)
+    print(f"[{p.assignor} {p.protocol} {p.rack}] {time.perf_counter() - t0:.2f} s (Kafka's limit 60 s)")
 
 
 def _testAllConsumersReachExpectedQuotaAndAreConsideredFilled(p: Play):
@@ -991,6 +1017,7 @@ ABSTRACT: list[tuple[Callable, str]] = [
     (_testAssignmentUpdatedForDeletedTopic, RACK),
     (_testNoExceptionThrownWhenOnlySubscribedTopicDeleted, RACK),
     (_testReassignmentWithRandomSubscriptionsAndChanges, RACK),
+    (_testLargeAssignmentWithMultipleConsumersLeavingAndRandomSubscription, CONSUMER_RACK),
     (_testAllConsumersReachExpectedQuotaAndAreConsideredFilled, RACK),
     (_testOwnedPartitionsAreInvalidatedForConsumerWithStaleGeneration, RACK),
     (_testOwnedPartitionsAreInvalidatedForConsumerWithNoGeneration, RACK),
@@ -1156,3 +1183,103 @@ def test_kafka_StickyAssignorTest_testSubscriptionNotEqualAndAssignSamePartition
 @pytest.mark.parametrize(("scenario", "rack", "all_equal", "assignor"), multi_generation_cases())
 def test_kafka_StickyAssignorTest_generations(scenario, rack, all_equal, assignor):
     scenario(Play(assignor, "eager", rack), all_equal)
+
+
+# =========================================================================== Kafka's large, timed tests (slow set)
+
+@dataclass(frozen=True)
+class LargeCase:
+    """One of Kafka's ``@Timeout`` tests: two rebalances of a big group; Kafka's limit covers both."""
+
+    kafka: str
+    timeout_s: int
+    topics: Callable[[bool], int]       # topic count, given hasConsumerRack
+    partitions: int
+    consumers: int
+    subscription: Callable[[int, list[str]], list[str]]  # consumer index, all topics -> its topics
+
+
+LARGE = [
+    LargeCase("testLargeAssignmentAndGroupWithUniformSubscription", 30, lambda rack: 50 if rack else 500, 2_000,
+              2_000, lambda i, ts: ts),
+    LargeCase("testLargeAssignmentAndGroupWithNonEqualSubscription", 90, lambda rack: 50 if rack else 500, 2_000,
+              2_000, lambda i, ts: ts[:1] if i == 1_999 else ts),
+    LargeCase("testAssignmentAndGroupWithNonEqualSubscriptionNotTimeout", 90, lambda rack: 50 if rack else 100, 200,
+              500, lambda i, ts: ts[:len(ts) // 2] if i % 4 == 0 else ts[len(ts) // 2:]),
+]
+
+
+def large_group(case: LargeCase, play: Play, owned: dict | None) -> ConsumerSnapshot:
+    """The group built from objects (a million partitions is too many for a JSON round trip in a test).
+    ``owned``: consumer -> topic -> partitions for consumers 1.. (Kafka's second call: consumer 0 keeps its
+    first subscription, without ownership)."""
+    from types import MappingProxyType
+
+    from stickyflow.consumer import ConsumerConfig, Member, Topic
+
+    with_rack = play.rack == "BROKER_AND_CONSUMER_RACK"
+    n_topics = case.topics(with_rack)
+    names = [name("t", i, n_topics) for i in range(n_topics)]
+    everywhere = (frozenset("abc"),) * case.partitions if play.rack != "NO_BROKER_RACK" and play.rack else None
+    topics = MappingProxyType({t: Topic(name=t, partitions=case.partitions, racks=everywhere) for t in names})
+    members = []
+    for i in range(case.consumers):
+        mid = name("c", i, case.consumers)
+        kw = {}
+        if owned is not None and i >= 1:
+            kw = {"generation": GENERATION, "owned": MappingProxyType(owned.get(mid, {}))}
+            rack = play.consumer_rack(i) if play.cooperative else None
+        else:
+            rack = play.consumer_rack(i)
+        members.append(Member(id=mid, subscription=tuple(case.subscription(i, names)), rack=rack, **kw))
+    config = ConsumerConfig(rack_aware=True) if with_rack else ConsumerConfig()
+    return ConsumerSnapshot(topics=topics, members=tuple(members), protocol=play.protocol, config=config)
+
+
+def run_large(case: LargeCase, play: Play) -> float:
+    """Kafka's two calls; returns the seconds the two ``assign`` calls took (building the snapshots from
+    Python objects, which the reader validates, is timed apart). Printed, not asserted."""
+    t0 = time.perf_counter()
+    snap = large_group(case, play, None)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    first = stickyflow.assign(snap, play.assignor)
+    wall = time.perf_counter() - t0
+    check_result(snap, first)
+    owned = {m: {t: tuple(ps) for t, ps in topics.items() if len(ps)} for m, topics in first.assignment.items()}
+    t0 = time.perf_counter()
+    snap = large_group(case, play, owned)
+    build += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    second = stickyflow.assign(snap, play.assignor)
+    wall += time.perf_counter() - t0
+    check_result(snap, second)
+    if case.subscription(0, ["x", "y"]) == case.subscription(1_999, ["x", "y"]) == ["x", "y"]:
+        assert second.metrics["imbalance"] <= 1
+    print(f"\n[{case.kafka} {play.rack} {play.assignor} {play.protocol}] both assign calls {wall:.1f} s "
+          f"(Kafka's limit {case.timeout_s} s), building the two snapshots {build:.1f} s; "
+          f"moves {second.metrics['moves']}, imbalance {second.metrics['imbalance']}, "
+          f"{second.solver.method}/{second.solver.status}")
+    return wall
+
+
+def large_cases(protocol: str) -> list:
+    return [pytest.param(case, rack, assignor, id=f"{case.kafka}-{rack}-{assignor}",
+                         marks=pytest.mark.slow)
+            for case in LARGE for rack in _variants(CONSUMER_RACK) for assignor in ASSIGNORS]
+
+
+@pytest.mark.parametrize(("case", "rack", "assignor"), large_cases("eager"))
+def test_kafka_StickyAssignorTest_large(case, rack, assignor):
+    run_large(case, Play(assignor, "eager", rack))
+
+
+def random_rounds_cases(protocol: str) -> list:
+    return [pytest.param(rack, assignor, id=f"testReassignmentWithRandomSubscriptionsAndChanges-100-rounds-{rack}-"
+                                            f"{assignor}", marks=pytest.mark.slow)
+            for rack in RACK_CONFIGS for assignor in ASSIGNORS]
+
+
+@pytest.mark.parametrize(("rack", "assignor"), random_rounds_cases("eager"))
+def test_kafka_StickyAssignorTest_random_rounds(rack, assignor):
+    _testReassignmentWithRandomSubscriptionsAndChanges(Play(assignor, "eager", rack), rounds=100)
