@@ -236,7 +236,10 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
     lo = np.where(member_ok, np.maximum(base - 1, 0), 0)
     hi = np.where(member_ok, base + 2, 0)  # exclusive; loads in [base - 1, base + 1] (+1 if the split is uneven)
     _check_deadline(deadline, "before the flow was solved (while building the model)")
-    decision = _phase2(d, lo, hi)
+    decision = _equal_subscriptions(d) if _FAST_PATH else None
+    shortcut = "equal-subscriptions" if decision is not None else None
+    if decision is None:
+        decision = _phase2(d, lo, hi)
     if decision is None:  # cannot happen if the window theorem holds; stay exact anyway
         beta = int(class_load.max()) + 1
         decision = _phase2(d, np.zeros(M, dtype=np.int64), np.where(member_ok, beta + 1, 0))
@@ -245,7 +248,66 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
     assignment, cost, sumsq = decision
     cost += d.noc * _orphaned(d)
     return Decision(assignment=assignment, method="flow", status="optimal", objective=cost, bound=cost,
-                    extra={"sum_squared_loads": sumsq, "cost": cost, "build_and_solve_s": time.perf_counter() - t0})
+                    extra={"sum_squared_loads": sumsq, "cost": cost, "build_and_solve_s": time.perf_counter() - t0,
+                           "shortcut": shortcut})
+
+
+_FAST_PATH = True  # tests switch it off to hold the closed form against the flow
+
+
+def _equal_subscriptions(d: _Data):
+    """The optimum in closed form when every member reads the same topics and racks cost nothing.
+
+    Then any partition can go to any member, so only each member's total matters: the loads are
+    ``q = P // n`` or ``q + 1`` (``r = P % n`` members get ``q + 1``), and a member keeps at most its load of
+    the partitions it validly owned. The kept total ``sum min(owned_m, quota_m)`` is largest when the ``r``
+    larger quotas go to the members that owned the most (an exchange argument: a ``q + 1`` quota gains one
+    kept partition exactly when its member owned more than ``q``), so moves are least; ties go by member
+    order. As in the flow's decoding, a member keeps its lowest partitions (topic order, then number), and
+    the rest, in that order, fill the members still short of their quota, in member order. Returns what
+    :func:`_phase2` returns, or None when the shape does not apply (the flow then decides).
+    """
+    if len(d.classes) != 1 or (d.rack_aware and d.tc != 0):
+        return None
+    snap = d.snap
+    M = len(snap.members)
+    readers = np.flatnonzero(d.member_class == 0)
+    n = len(readers)
+    sizes = np.fromiter((snap.topics[t].partitions for t in d.topics), dtype=np.int64, count=len(d.topics))
+    offsets = np.zeros(len(d.topics) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64)
+    claimed = owner >= 0
+    keepable = claimed.copy()
+    keepable[claimed] = d.member_class[owner[claimed]] == 0
+    owned_cnt = np.bincount(owner[keepable], minlength=M)
+    q, r = divmod(total, n)
+    quota = np.zeros(M, dtype=np.int64)
+    quota[readers] = q
+    by_owned = readers[np.argsort(-owned_cnt[readers], kind="stable")]
+    quota[by_owned[:r]] += 1
+    # keep: the first min(owned, quota) of each member's owned partitions in partition order
+    held = np.flatnonzero(keepable)
+    holder = owner[held]
+    # a stable sort by holder; with fewer than 32,768 members numpy sorts 16-bit keys by radix, in linear time
+    order = np.argsort(holder.astype(np.int16) if M < 2**15 else holder, kind="stable")
+    held, holder = held[order], holder[order]
+    start = np.searchsorted(holder, np.arange(M))
+    rank = np.arange(len(held)) - start[holder]
+    keep = rank < quota[holder]
+    new_owner = np.full(total, -1, dtype=np.int64)
+    new_owner[held[keep]] = holder[keep]
+    kept = np.bincount(holder[keep], minlength=M)
+    short = quota - kept
+    moving = np.flatnonzero(new_owner < 0)
+    if len(moving) != int(short.sum()):
+        raise SolverFaultError("the closed form dealt a different number of partitions than the quotas take")
+    new_owner[moving] = np.repeat(np.arange(M), short)
+    assignment = ArrayAssignment(snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
+    moves = int(np.count_nonzero(claimed)) - int(keep.sum())
+    sumsq = int(np.dot(quota, quota))
+    return assignment, d.noc * moves, sumsq
 
 
 def _orphaned(d: _Data) -> int:

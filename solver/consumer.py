@@ -392,13 +392,6 @@ def _well_formed_members(raw: list) -> tuple[Member, ...] | None:
     owned = [get(m, "owned") for m in raw]
     if not _all_of(owned, dict, type(None)):
         return None
-    lists = list(chain.from_iterable(map(dict.values, filter(None, owned))))
-    if lists:
-        if not _all_of(lists, list):
-            return None
-        flat = list(chain.from_iterable(lists))
-        if flat and (not _all_of(flat, int) or min(flat) < 0 or max(flat) > INT32_MAX):
-            return None
     shared: dict[tuple, tuple[str, ...]] = {}
     out = []
     for mid, sub, rack, gen, inst, own in zip(ids, subs, racks, gens, instances, owned):
@@ -408,6 +401,8 @@ def _well_formed_members(raw: list) -> tuple[Member, ...] | None:
             if not _all_of(sub, str):
                 return None
             sub_t = shared[key] = tuple(dict.fromkeys(key))
+        if own and not _plain_owned(own):  # member by member: its claims are still in the cache for each pass
+            return None
         out.append(_checked_member(mid, sub_t, rack, None if gen < 0 else gen,
                                    MappingProxyType(dict(zip(own, map(tuple, own.values())))) if own else _EMPTY,
                                    inst))

@@ -1,0 +1,58 @@
+"""The equal-subscriptions closed form of the consumer optimum is held against the flow it short-cuts.
+
+With every member reading the same topics and racks costing nothing, ``optimal`` answers in closed form
+(quotas to the biggest previous owners). Here the same snapshots are solved both ways and must agree on
+everything the spec ranks: validity, the sum of squared loads and the cost (moves).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import stickyflow
+from stickyflow.formulations import consumer_flow
+from strategies import random_consumer_doc
+
+
+def _solve_both(doc, monkeypatch):
+    fast = stickyflow.assign(doc)
+    with monkeypatch.context() as mp:
+        mp.setattr(consumer_flow, "_FAST_PATH", False)
+        flow = stickyflow.assign(doc)
+    return fast, flow
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_closed_form_equals_the_flow(seed, monkeypatch):
+    doc = random_consumer_doc(seed, equal_subscriptions=True, max_members=8, max_partitions=12)
+    if seed % 3 == 0:  # racks known but free: the closed form still applies
+        doc.setdefault("config", {})["traffic_cost"] = 0
+    fast, flow = _solve_both(doc, monkeypatch)
+    assert fast.error == flow.error == "NONE"
+    assert fast.solver.objective == flow.solver.objective
+    assert fast.metrics["sum_squared_loads"] == flow.metrics["sum_squared_loads"]
+    if doc.get("config", {}).get("non_overlap_cost", 1) > 0:  # with moves free, the spec ranks them not at all
+        assert fast.metrics["moves"] == flow.metrics["moves"]
+    else:
+        assert fast.metrics["moves"] <= flow.metrics["moves"]  # the closed form keeps what it can regardless
+
+
+def test_closed_form_is_used_only_where_it_is_exact():
+    from stickyflow.registry import SolveOptions
+
+    equal = stickyflow.parse_snapshot(random_consumer_doc(3, equal_subscriptions=True, racks=False))
+    d = consumer_flow._prepare(equal)
+    assert len(d.classes) <= 1
+    if d.classes:
+        assert consumer_flow._equal_subscriptions(d) is not None
+    mixed = {"format": "stickyflow.snapshot/1", "kind": "consumer",
+             "topics": {"a": {"partitions": 3}, "b": {"partitions": 3}},
+             "members": [{"id": "x", "subscription": ["a"]}, {"id": "y", "subscription": ["a", "b"]}]}
+    assert consumer_flow._equal_subscriptions(consumer_flow._prepare(stickyflow.parse_snapshot(mixed))) is None
+    racked = {"format": "stickyflow.snapshot/1", "kind": "consumer",
+              "topics": {"a": {"partitions": 2, "racks": [["r1"], ["r2"]]}},
+              "members": [{"id": "x", "subscription": ["a"], "rack": "r1"},
+                          {"id": "y", "subscription": ["a"], "rack": "r2"}]}
+    snap = stickyflow.parse_snapshot(racked)
+    assert snap.rack_aware and consumer_flow._equal_subscriptions(consumer_flow._prepare(snap)) is None
+    assert consumer_flow.solve_consumer(snap, SolveOptions()).extra["shortcut"] is None
