@@ -78,15 +78,26 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
         return StreamsPlan(target=empty, active=empty, warmup=empty.copy(),
                            standby=np.full((m.T, m.want), -1, dtype=np.int64), method="flow", status="optimal",
                            bound=0, extra={"movements": 0})
-    sol, bound, info = best_target(m)
-    extra = dict(info)
-    extra["t_actives"] = round(time.perf_counter() - t0, 4)
+    # two relaxations, each a proven bound and a target: standbys in the flow with replica balance (one role
+    # per client relaxed), and standbys priced per task by where the active goes (capacities relaxed)
+    runs = [best_target(m, joint=True)]
+    if m.want and m.stateful.any():
+        runs.append(best_target(m, joint=False))
+    extra = {"t_actives": round(time.perf_counter() - t0, 4)}
     t1 = time.perf_counter()
-    plan = complete_plan(m, sol.target)
+    best = None
+    for sol, bound, info in runs:
+        plan = complete_plan(m, sol.target)
+        balanced = _counts_balanced(m, plan)
+        key = (sum(not v for v in balanced.values()), target_cost(m, plan), plan.extra["movements"])
+        if best is None or key < best[0]:
+            best = (key, plan, balanced, info)
+    _, plan, balanced, info = best
+    bound = max(b for _, b, _ in runs)
+    extra.update(info)
     extra["t_standbys"] = round(time.perf_counter() - t1, 4)
     plan.bound = int(bound)
     tc = target_cost(m, plan)
-    balanced = _counts_balanced(m, plan)
     plan.status = "optimal" if tc == bound and all(balanced.values()) else "feasible"
     plan.extra = {**extra, **plan.extra, "balanced_counts": balanced, "t_flow": round(time.perf_counter() - t0, 4)}
     return plan
@@ -134,75 +145,99 @@ def _homogeneous_subtopologies(m: StreamsModel) -> bool:
     return bool(((s == 0) | (s == n)).all())
 
 
-def best_target(m: StreamsModel) -> tuple["ActiveSolution", int, dict]:
-    """The cheapest balanced target over the candidate boxes, and the least flow value (the bound)."""
+def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tuple["ActiveSolution", int, dict]:
+    """The cheapest balanced target (with standbys, in the joint flow), and a proven lower bound.
+
+    A best-first search over the balance boxes: a node fixes a box for some
+    counts and relaxes the others to their hull; its flow value bounds every
+    assignment below it. A node whose target is balanced in every relaxed
+    count is a leaf; otherwise it branches on the first unbalanced count, one
+    child per box. Counts other than active tasks yield (the leaf keeps its
+    excess) where no box of theirs fits. The bound is the least value of the
+    open nodes and the incumbent; it equals the incumbent when the search ends.
+    """
+    import heapq
+
     C, th, bf = m.C, m.threads, m.bf
-    floor = standby_floor(m)
+    floor = standby_floor(m) if m.want else None
     use_stateful = bool(m.boxes_stateful) and m.stateful.any() and (~m.stateful).any() and \
         (not m.sub_balance or _homogeneous_subtopologies(m))
+    counts = ["act"] + (["stf"] if use_stateful else []) + \
+        (["rep"] if joint and m.want and m.stateful.any() else []) + \
+        (["sub"] if m.sub_balance else [])
     sub_boxes = m.subtopology_boxes() if m.sub_balance else None
-    sub_hull = [box_hull(b) for b in sub_boxes] if sub_boxes else None
-    sub_even = [b[0] for b in sub_boxes] if sub_boxes else None
+    options = {"act": m.boxes, "stf": m.boxes_stateful if use_stateful else [],
+               "rep": balance_boxes(m.T + m.want * int(m.stateful.sum()), th, bf) if "rep" in counts else [],
+               "sub": [[b[0] for b in sub_boxes]] if sub_boxes else []}
+    hulls = {k: box_hull(v) for k, v in options.items() if v and k != "sub"}
+    if sub_boxes:
+        hulls["sub"] = [box_hull(b) for b in sub_boxes]
 
-    def excess(sol: ActiveSolution) -> tuple[int, int]:
+    def excess_of(sol: ActiveSolution, k: str) -> int:
         tg = sol.target
-        e1 = balance_excess(np.bincount(tg, minlength=C), th, bf)
-        e = balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf) if use_stateful else 0
-        if m.sub_balance:
-            e += sum(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) for g in range(m.G))
-        return e1, e
+        if k == "act":
+            return balance_excess(np.bincount(tg, minlength=C), th, bf)
+        if k == "stf":
+            return balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf)
+        if k == "rep":
+            return balance_excess(np.bincount(tg, minlength=C) + sol.standbys, th, bf)
+        return sum(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) for g in range(m.G))
 
-    def run(b1, b2, sub):
+    flows = 0
+
+    def run(choice: dict):
+        nonlocal flows
+        flows += 1
+        box = {k: choice.get(k, hulls.get(k)) for k in counts}
         try:
-            return solve_actives(m, b1, b2, sub, floor)
+            return solve_actives(m, box["act"], box.get("stf"), box.get("sub"), box.get("rep"), floor)
         except InfeasibleError:
             return None
 
-    flows = 0
-    hull1 = box_hull(m.boxes)
-    hull2 = box_hull(m.boxes_stateful) if use_stateful else None
-    first = run(hull1, hull2, sub_hull)
-    flows += 1
-    if first is None:
-        first = run(hull1, None, None)  # the stateful / subtopology hulls cannot both hold: relax them
-        flows += 1
-    if first is None:
-        raise InfeasibleError("no target fits the balance boxes")
-    if excess(first) == (0, 0):
-        return first, first.value, {"flows": flows, "boxes": "hull"}
-    # one flow per pair of boxes; the bound is the least value over boxes that cover every balanced target
-    cands: list[tuple[tuple, ActiveSolution]] = []
-    bound_parts = []
-    for b1 in m.boxes:
-        best_here = None
-        for b2 in (m.boxes_stateful if use_stateful else [None]):
-            for sub in ([sub_hull, sub_even] if m.sub_balance else [None]):
-                sol = run(b1, b2, sub)
-                flows += 1
-                if sol is None:
-                    continue
-                e1, e = excess(sol)
-                if sub is sub_hull or not m.sub_balance:
-                    best_here = sol.value if best_here is None else min(best_here, sol.value)
-                cands.append(((e1 > 0, e, sol.value, sol.movements), sol))
-                if e == 0:
-                    break
-        if best_here is None:  # the stateful / subtopology boxes cannot hold with this box: relax them
-            sol = run(b1, hull2, sub_hull) or run(b1, None, None)
-            flows += 1
-            if sol is not None:
-                e1, e = excess(sol)
-                cands.append(((e1 > 0, e, sol.value, sol.movements), sol))
-                best_here = sol.value
-        if best_here is not None:
-            bound_parts.append(best_here)
-    if not cands:
-        raise InfeasibleError("no target fits the balance boxes")
-    key, sol = min(cands, key=lambda kv: kv[0])
+    root = run({})
+    if root is None:
+        root = run({"stf": None, "sub": None, "rep": None})
+        if root is None:
+            raise InfeasibleError("no target fits the balance boxes")
+    heap = [(root.value, 0, {}, root)]
+    tick = 1
+    best = None  # ((act excess > 0, other excess, value, movements), sol)
+    while heap:
+        value, _, choice, sol = heapq.heappop(heap)
+        if best is not None and best[0][1] == 0 and value >= best[0][2]:
+            heapq.heappush(heap, (value, _, choice, sol))  # keep it for the bound
+            break
+        exc = {k: excess_of(sol, k) for k in counts}
+        open_k = [k for k in counts if k not in choice and exc[k] > 0]
+        if not open_k or flows >= max_flows:
+            key = (exc["act"] > 0, sum(exc.values()), value, sol.movements)
+            if best is None or key < best[0]:
+                best = (key, sol)
+            if flows >= max_flows and open_k:
+                heapq.heappush(heap, (value, tick, choice, sol))
+                tick += 1
+                break
+            continue
+        k = open_k[0]
+        children = 0
+        for box in options[k]:
+            child = run({**choice, k: box})
+            if child is not None:
+                heapq.heappush(heap, (child.value, tick, {**choice, k: box}, child))
+                tick += 1
+                children += 1
+        if not children:  # no box of this count fits: it yields, the others still count
+            if k == "act":
+                raise InfeasibleError("no target fits the balance boxes")
+            heapq.heappush(heap, (value, tick, {**choice, k: hulls[k]}, sol))
+            tick += 1
+    if best is None:
+        raise SolverFaultError("active flow: the search over the balance boxes found no target")
+    key, sol = best
     if key[0]:
         raise SolverFaultError("active flow: no box gave a balanced target")
-    bound = min(bound_parts) if bound_parts else first.value
-    return sol, min(bound, sol.value), {"flows": flows, "boxes": "enumerated"}
+    bound = min([v for v, *_ in heap] + [key[2]])
+    return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts}
 
 
 # --------------------------------------------------------------------------- actives
@@ -214,6 +249,7 @@ class ActiveSolution:
     target: np.ndarray
     movements: int
     value: int
+    standbys: np.ndarray | None = None  # per client, in the joint flow
 
 
 def standby_floor(m: StreamsModel) -> "StandbyFloor":
@@ -291,24 +327,33 @@ class StandbyFloor:
         return np.where(m.stateful[t], self._leave(t, p), 0)
 
 
-def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: StandbyFloor) -> ActiveSolution:
+def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "StandbyFloor | None" = None
+                  ) -> ActiveSolution:
     """The cheapest target inside the boxes (see the module docstring); InfeasibleError when none fits.
 
     ``box1``: (lo, hi) of active tasks per client; ``box2``: of stateful
-    active tasks, or None; ``sub_boxes``: per subtopology (lo, hi), or None.
+    active tasks, or None; ``sub_boxes``: per subtopology (lo, hi), or None;
+    ``box3``: of replicas (active + standby), or None. With ``box3`` the
+    standbys are in the same flow (each stateful task sends ``want`` more
+    units to clients' standby nodes, which meet the actives at a replica node
+    per client), relaxing only the rule that a client holds one role of a
+    task: a lower bound on the target and its standbys, and the target.
+    Without it, ``floor`` prices the standbys each active leaves room for.
     """
     T, C = m.T, m.C
     K = T + 1
+    joint = box3 is not None and m.want > 0 and m.stateful.any()
     sub = sub_boxes is not None
     keyn = m.G if sub else 2
     key_t = m.sub if sub else m.stateful.astype(np.int64)
-    # stateful flag of each key (subtopologies are homogeneous whenever box2 is given with sub boxes)
     if sub:
         g_state = np.zeros(m.G, dtype=np.int64)
         np.maximum.at(g_state, m.sub, m.stateful.astype(np.int64))
     cells, ccell = np.unique(m.cell, return_inverse=True)
     ccell = ccell.reshape(-1).astype(np.int64)
     ncell = len(cells)
+    S = np.flatnonzero(m.stateful) if joint else np.zeros(0, dtype=np.int64)
+    nS = len(S)
     # nodes
     base_split = T                      # (c, s): 2C
     base_client = base_split + 2 * C
@@ -316,10 +361,16 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: StandbyFloor) -
     n_entry = C * m.G if sub else 0
     base_cell = base_entry + n_entry
     base_hub = base_cell + keyn * ncell
-    sink = base_hub + keyn
+    base_rep = base_hub + keyn          # replicas of client c
+    base_sbt = base_rep + C             # standby units of stateful task i
+    base_sbc = base_sbt + nS            # standbys of client c
+    base_sbcell = base_sbc + C
+    sbhub = base_sbcell + ncell
+    sink = sbhub + 1
     supplies = np.zeros(sink + 1, dtype=np.int64)
     supplies[:T] = 1
-    supplies[sink] = -T
+    supplies[base_sbt:base_sbt + nS] = m.want
+    supplies[sink] = -(T + m.want * nS)
 
     def split(c, s):
         return base_split + 2 * c + s
@@ -342,7 +393,12 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: StandbyFloor) -
 
     cc = np.arange(C)
     lo1, hi1 = box1
-    boxed("client_sink", base_client + cc, sink, lo1, hi1)
+    boxed("client_rep", base_client + cc, base_rep + cc, lo1, hi1)
+    big = T + m.want * nS
+    if joint:
+        boxed("rep_sink", base_rep + cc, sink, box3[0], box3[1])
+    else:
+        arcs.add("rep_sink", base_rep + cc, sink, big, 0)
     if box2 is not None:
         boxed("split1", split(cc, 1), base_client + cc, box2[0], box2[1])
     else:
@@ -360,8 +416,9 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: StandbyFloor) -
     arcs.add("cell_entry", base_cell + ck * ncell + ccell[cc2], entry(cc2, ck), T, 0)
 
     # task arcs: explicit for the clients that held the task or are eligible for it, pools for the rest
+    fl_cell = floor.cell[:, cells] if (floor is not None and not joint) else 0
     mv = m.constrained.astype(np.int64)
-    row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + floor.cell[:, cells]) + mv[:, None]
+    row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + mv[:, None]
     hubcost = row.max(axis=1)
     tt = np.arange(T)
     arcs.add("task_hub", tt, base_hub + key_t, 1, hubcost)
@@ -370,8 +427,27 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: StandbyFloor) -
     xk = np.unique(np.concatenate([m.held_keys, m.cu_keys]))
     xc, xt = xk // T, xk % T
     elig = np.isin(xk, m.cu_keys) | ~m.constrained[xt]
-    xcost = K * (m.active_cost(xt, xc) + floor.pairs(xt, xc)) + (~elig).astype(np.int64)
-    arcs.add("task_client", xt, entry(xc, key_t[xt]), 1, xcost)
+    xfl = floor.pairs(xt, xc) if (floor is not None and not joint) else 0
+    xcost = K * (m.active_cost(xt, xc) + xfl) + (~elig).astype(np.int64)
+    xhead = entry(xc, key_t[xt])
+    arcs.add("task_client", xt, xhead, 1, xcost)
+
+    if joint:
+        # standby units: explicit to clients that held the task, pools by rack for newcomers (a standby move)
+        arcs.add("sbc_rep", base_sbc + cc, base_rep + cc, big, 0)
+        arcs.add("sbhub_cell", np.full(ncell, sbhub), base_sbcell + np.arange(ncell), big, 0)
+        arcs.add("sbcell_client", base_sbcell + ccell, base_sbc + cc, big, 0)
+        srow = K * (m.rep_cell[S][:, cells] + m.noc[S][:, None])
+        shub = srow.max(axis=1)
+        si = np.arange(nS)
+        arcs.add("sbt_hub", base_sbt + si, sbhub, m.want, shub)
+        st_, sc_ = np.nonzero(srow < shub[:, None])
+        arcs.add("sbt_cell", base_sbt + st_, base_sbcell + sc_, m.want, srow[st_, sc_])
+        spos = np.full(T, -1, dtype=np.int64)
+        spos[S] = si
+        hk = m.held_keys[m.stateful[m.held_t]]
+        hc, ht = hk // T, hk % T
+        arcs.add("sbt_client", base_sbt + spos[ht], base_sbc + hc, 1, K * m.replica_cost(ht, hc))
 
     out, total = arcs.solve(supplies)
     target = np.full(T, -1, dtype=np.int64)
@@ -393,7 +469,11 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: StandbyFloor) -
     if (target < 0).any():
         raise SolverFaultError("active flow: a task got no client")
     moving = movements(m, target)
-    return ActiveSolution(target, int(moving.sum()), int(total // K))
+    sb = np.zeros(C, dtype=np.int64)
+    if joint:
+        t_, h_, f_ = out["sbc_rep"]
+        sb[t_ - base_sbc] = f_
+    return ActiveSolution(target, int(moving.sum()), int(total // K), sb)
 
 
 def _spread_units(m: StreamsModel, units: np.ndarray, slots: np.ndarray) -> np.ndarray:
