@@ -500,7 +500,7 @@ def test_kafka_AbstractPartitionAssignorTest_testUseRackAwareAssignment():
     assert not range_needs_racks(abc, subset, False)  # our config.rack_aware = false
 
 
-def test_kafka_AbstractPartitionAssignorTest_member_order_drives_range():
+def test_member_order_drives_range():
     """Kafka sorts members by MemberInfo for every topic: the same order decides range's ranges."""
     snap = snapshot({"t": {"partitions": 3}}, [{"id": "a", "subscription": ["t"]},
                                                {"id": "b", "subscription": ["t"], "instance_id": "y"},
