@@ -140,7 +140,7 @@ def _builtin() -> None:
     register_assignor("sticky", "stickyflow.streams_ha:assign_high_availability", kinds=(s,),
                       description="Kafka Streams' high-availability task assignor (KIP-441, KIP-708, KIP-925)")
     register_assignor("range", "stickyflow.greedy_consumer:assign_range", kinds=(c,),
-                      description="Kafka's RangeAssignor")
+                      description="Kafka's RangeAssignor (3.5+: KIP-881 racks, co-partitioning, static members first)")
     register_assignor("roundrobin", "stickyflow.greedy_consumer:assign_roundrobin", kinds=(c,),
                       description="Kafka's RoundRobinAssignor")
     register_assignor("uniform", "stickyflow.uniform:assign_uniform", kinds=(c,),

@@ -508,7 +508,7 @@ def test_member_order_drives_range():
     assert run_range(snap) == {"a": {"t": [2]}, "b": {"t": [1]}, "c": {"t": [0]}}
 
 
-# --------------------------------------------------------------------------- kafka-python test/consumer/test_assignors.py
+# ----------------------------------------------------------------- kafka-python test/consumer/test_assignors.py
 
 
 def test_kafka_python_test_assignors_test_assignor_range():

@@ -139,7 +139,7 @@ def test_kafka_RoundRobinAssignorTest_testStaticMemberRoundRobinAssignmentPersis
     assert by_instance(snap, run_roundrobin(snap)) == before
 
 
-# --------------------------------------------------------------------------- kafka-python test/consumer/test_assignors.py
+# ----------------------------------------------------------------- kafka-python test/consumer/test_assignors.py
 
 
 def test_kafka_python_test_assignors_test_assignor_roundrobin():
