@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # subcommands defined in other modules of this package: name -> module with add_parser(subparsers)
 _EXTENSIONS = {"batch": "cli_batch", "report": "cli_report", "simulate": "cli_simulate", "bench": "cli_bench",
-               "compare": "cli_compare"}
+               "compare": "cli_compare", "decode, capture": "cli_capture"}
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
