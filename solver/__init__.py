@@ -10,21 +10,65 @@ The front door is :func:`assign`::
 See ``snapshot-format.md`` for the snapshot and result JSON.
 """
 
-from .api import assign
-from .consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer, previous_owners
-from .consumer_check import consumer_metrics, cooperative_split, validate_consumer
-from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
-                     InvalidSnapshotError, Problem, SolverFaultError, StickyflowError, TimeLimitError,
-                     UnknownAssignorError)
-from .registry import SolveOptions, available_assignors, get_assignor, register_assignor, unregister_assignor
-from .result import AssignmentResult, Decision, SolverInfo, Violation
-from .snapshot import as_snapshot, dumps_result, load_snapshot, loads_snapshot, parse_snapshot, snapshot_to_json
-from .streams import Client, ClientAssignment, StreamsConfig, StreamsSnapshot, Task, parse_streams
-from .streams_check import streams_metrics, validate_streams
-from .streams_rank import rank, should_rebalance
-from . import kip924
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+# Every public name is imported on first use (PEP 562), so that ``import stickyflow`` (and with it the
+# command line's ``--help`` and ``--version``) loads no numpy and no solver until something needs one.
+_EXPORTS = {
+    "api": ("assign",),
+    "consumer": ("ConsumerConfig", "ConsumerSnapshot", "Member", "Topic", "parse_consumer", "previous_owners"),
+    "consumer_check": ("consumer_metrics", "cooperative_split", "validate_consumer"),
+    "errors": ("BackendMissingError", "CostRangeError", "InfeasibleError", "InvalidAssignmentError",
+               "InvalidSnapshotError", "Problem", "SolverFaultError", "StickyflowError", "TimeLimitError",
+               "UnknownAssignorError"),
+    "registry": ("SolveOptions", "available_assignors", "get_assignor", "register_assignor", "unregister_assignor"),
+    "result": ("AssignmentResult", "Decision", "SolverInfo", "Violation"),
+    "snapshot": ("as_snapshot", "dumps_result", "load_snapshot", "loads_snapshot", "parse_snapshot",
+                 "snapshot_to_json"),
+    "streams": ("Client", "ClientAssignment", "StreamsConfig", "StreamsSnapshot", "Task", "parse_streams"),
+    "streams_check": ("streams_metrics", "validate_streams"),
+    "streams_rank": ("rank", "should_rebalance"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    module = _HOME.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+    try:  # a submodule reached as an attribute (``stickyflow.kip924``)
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what static tools and IDEs read
+    from . import kip924
+    from .api import assign
+    from .consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer, previous_owners
+    from .consumer_check import consumer_metrics, cooperative_split, validate_consumer
+    from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
+                         InvalidSnapshotError, Problem, SolverFaultError, StickyflowError, TimeLimitError,
+                         UnknownAssignorError)
+    from .registry import SolveOptions, available_assignors, get_assignor, register_assignor, unregister_assignor
+    from .result import AssignmentResult, Decision, SolverInfo, Violation
+    from .snapshot import (as_snapshot, dumps_result, load_snapshot, loads_snapshot, parse_snapshot,
+                           snapshot_to_json)
+    from .streams import Client, ClientAssignment, StreamsConfig, StreamsSnapshot, Task, parse_streams
+    from .streams_check import streams_metrics, validate_streams
+    from .streams_rank import rank, should_rebalance
 
 __all__ = [
     "assign",

@@ -132,9 +132,11 @@ def test_streams_invalid_answer_names_the_kip924_error():
 
 
 def test_unwritable_output_is_one_line(workdir):
+    # a path the user gave that cannot be written is bad input (exit 2), found before any solving
     proc = run(["solve", "snap.json", "-o", str(workdir / "no" / "such" / "dir" / "out.json")], workdir)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("stickyflow solve: path: ")
 
 
 # --------------------------------------------------------------------------- Kafka's 32-bit fields
