@@ -1,7 +1,8 @@
 """``stickyflow bench``: speed and quality at scale, stickyflow next to its peers, on the same input.
 
 The suite runs every case (size x event x subscriptions) through stickyflow's
-assignors (``optimal``, ``sticky``, ``range``, ``roundrobin``) and kafka-python's
+assignors (``optimal``, ``sticky``, ``range``, ``roundrobin``, and Kafka 4's server-side ``uniform`` and
+``kip1071``, each on the kind it serves) and kafka-python's
 (``kp-sticky``, ``kp-range``, ``kp-roundrobin``) in the same process, on the
 same snapshot, and records for each run the wall time (median of repeated
 runs), the peak memory, moves, imbalance, cross-rack reads and the gap to the
@@ -87,7 +88,7 @@ __all__ = [
     "add_parser",
 ]
 
-STICKYFLOW_ASSIGNORS = ("optimal", "sticky", "range", "roundrobin")
+STICKYFLOW_ASSIGNORS = ("optimal", "sticky", "range", "roundrobin", "uniform", "kip1071")
 PEER_ASSIGNORS = ("kp-sticky", "kp-range", "kp-roundrobin")
 ASSIGNORS = STICKYFLOW_ASSIGNORS + PEER_ASSIGNORS
 EVENTS = ("fresh", "join", "leave")
