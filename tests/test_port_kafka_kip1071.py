@@ -315,3 +315,22 @@ def test_kip1071_results_are_checked_but_not_held_to_the_rules_kafka_4_does_not_
                    method="kip1071", status="heuristic",
                    extra={"rules_not_followed": ("ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES", "ACTIVE_TASK_NOT_CAUGHT_UP")})
     assert [v.code for v in finish_streams(snap, bad).violations] == ["ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES"]
+
+
+@pytest.mark.parametrize("scenario", ["fresh", "steady", "scale_out", "scale_in", "rolling_restart", "rack_outage",
+                                      "lag_skew", "mixed", "uniform"])
+def test_kip1071_on_generated_apps_is_valid_and_deterministic(scenario):
+    from stickyflow.datasets.generators import streams_snapshot
+
+    for seed in range(4):
+        print("seed", seed)
+        doc = streams_snapshot(scenario, tasks=40, clients=5, subtopologies=3, seed=seed, num_standby_replicas=seed % 3,
+                               threads=(1, 2, 3) if seed % 2 else 1)
+        act, sb = _solve(doc)
+        again = stickyflow.assign(doc, "kip1071").to_json()["assignment"]
+        assert {c: set(a["active"]) for c, a in again.items()} == act
+        clients = len(doc["clients"])
+        want = min(seed % 3, clients - 1)
+        stateful = {t["id"] for t in doc["tasks"] if t["stateful"]}
+        held = [t for s in sb.values() for t in s]
+        assert all(held.count(t) == want for t in stateful) and set(held) <= stateful

@@ -213,3 +213,19 @@ def test_uniform_cooperative_goes_through_the_same_round_split(protocol):
         assert j["target"]["C"] == {T2: [0, 2]} and j["assignment"]["C"] == {}
         assert j["revocations"] == {"A": {T2: [0]}, "B": {T2: [2]}}
         assert j["followup_rebalance_deadline_ms"] == 0
+
+
+@pytest.mark.parametrize("scenario", ["fresh", "steady", "scale_out", "scale_in", "rolling_restart", "rack_outage",
+                                      "mixed", "uniform"])
+def test_uniform_on_generated_groups_is_valid_and_balanced_as_kafka_promises(scenario):
+    # Kafka's checkValidityAndBalance on our generators: every answer passes the front door's check, and with
+    # equal subscriptions the loads differ by at most one
+    from stickyflow.datasets.generators import consumer_snapshot
+
+    for seed in range(6):
+        print("seed", seed)
+        doc = consumer_snapshot(scenario, partitions=120, members=9, topics=4, seed=seed,
+                                protocol=("eager", "cooperative")[seed % 2])
+        out, r = _solve(doc)
+        if r.solver.method == "uniform" and len({frozenset(m["subscription"]) for m in doc["members"]}) == 1:
+            _kafka_balance(r.to_json().get("target", out))
