@@ -28,7 +28,9 @@ itself, with its ``StickyTaskAssignor``. Ours follows its design step by step:
    to the least loaded process not holding the task.
 
 What this means for comparisons: the coordinator's assignor reads no lags
-beyond ranking standby candidates, has no notion of "caught up", assigns **no
+beyond ranking standby candidates and no racks (KIP-925's rack-aware
+strategies are not used; only ``rack_aware_assignment_tags`` spread
+standbys), has no notion of "caught up", assigns **no
 warm-ups** and asks for no probing rebalance (Kafka 4 moves a task at once and
 the new owner restores its state; warm-ups are left to the coordinator's
 reconciliation, outside the assignor). A move to a client without the task's
