@@ -381,9 +381,10 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
     """The :class:`Decision` of a plan: process id -> roles, cost, bound, follow-up.
 
     ``objective`` is the cost of what runs (the result's ``metrics.cost``);
-    ``bound`` is kept when it bounds that, which it does whenever nothing waits
-    (what runs is then the target). ``extra`` carries ``target_cost`` and
-    ``target_bound``: the converged assignment's cost and the proven bound on it.
+    ``bound`` is the proven bound when nothing waits (what runs is then the
+    converged assignment), else None. ``extra`` carries ``target_cost`` and
+    ``target_bound``: the converged assignment's cost and the proven bound on
+    it, which ``status`` (``"optimal"`` when they meet) is about.
     """
     m = model
     snap = m.snap
@@ -427,7 +428,7 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
         extra["target_bound"] = None
     if status == "optimal" and bound is not None and bound != tcost:
         status = "feasible"
-    if bound is not None and bound > cost:  # what runs is cheaper than any converged assignment (a move waits)
+    if waits:  # what runs is not the converged assignment: the bound (on that one) is in extra only
         bound = None
     return Decision(assignment=assignment, method=plan.method, status=status, objective=cost, bound=bound,
                     followup_rebalance_deadline_ms=followup, extra=extra)

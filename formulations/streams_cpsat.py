@@ -21,10 +21,10 @@ eligible} x[t, c]`` on the task's holder.
                      sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
-    minimize, lexicographically: sum_k e_k; the cost of the converged assignment
-        sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c];
-    movements; movements neither covered by a standby nor warmed up; warm-up traffic and standbys
-    without local state.
+    minimize, lexicographically: sum_k e_k; movements (each a round of waiting); the cost of the
+        converged assignment  sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c];
+    movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
+    local state.
 
 Hinted with the flow's plan. Fixed ``random_seed``, ``num_workers`` as given.
 By default the search is interleaved and the time limit counted in
@@ -237,14 +237,14 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     n_con = int(m.constrained.sum()) + 1
     low_max = 2 * ns + m.budget * (int(m.rep_cell.max(initial=0)) + 1) + 1
     s4 = low_max                   # one uncovered movement outweighs every low term
-    s3 = n_con * s4                # one movement outweighs every uncovered one
-    s2 = n_con * s3                # one unit of cost outweighs every movement
-    s1 = (_cost_max(m) + 1) * s2   # one unit of balance excess outweighs every cost
+    s3 = n_con * s4                # one unit of cost outweighs every uncovered movement
+    s2 = (_cost_max(m) + 1) * s3   # one movement (a round of waiting) outweighs every cost
+    s1 = n_con * s2                # one unit of balance excess outweighs every movement
     if s1 * (big * max(1, len(excess)) + 1) > 2**62:
         raise StickyflowError("CP-SAT: the instance is too large for the lexicographic weights")
     total_excess = sum(excess) if excess else 0
     cost_expr = sum(cost_terms) if cost_terms else 0
-    cm.minimize(s1 * total_excess + s2 * cost_expr + s3 * n_moving + s4 * uncovered
+    cm.minimize(s1 * total_excess + s2 * n_moving + s3 * cost_expr + s4 * uncovered
                 + (sum(low_terms) if low_terms else 0))
 
     if hint is not None:
@@ -310,10 +310,11 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     # ---- the bound: CP-SAT's own (when the balance excess is settled), or the flow's (when balanced anyway)
     bounds = []
     bb = int(np.floor(solver.best_objective_bound))
-    prefix = s1 * sum(ex)
+    prefix = s1 * sum(ex) + s2 * int(moving.sum())
     if d.full and bb >= prefix:
-        bounds.append((bb - prefix) // s2)
-    if flow_bound is not None and not sum(ex) and not m.tag_keys and m.max_moves is None:
+        bounds.append((bb - prefix) // s3)
+    if flow_bound is not None and not sum(ex) and not m.tag_keys and m.max_moves is None and hint is not None \
+            and hint.extra.get("movements") == int(moving.sum()):
         bounds.append(int(flow_bound))
     plan.bound = max(bounds) if bounds else None
     if status == cp_model.OPTIMAL and d.full:

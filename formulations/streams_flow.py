@@ -89,14 +89,16 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     for sol, bound, info in runs:
         plan = complete_plan(m, sol.target)
         balanced = _counts_balanced(m, plan)
-        key = (sum(not v for v in balanced.values()), target_cost(m, plan), plan.extra["movements"])
+        key = (sum(not v for v in balanced.values()), plan.extra["movements"], target_cost(m, plan))
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
     _, plan, balanced, info = best
-    bound = max(b for _, b, _ in runs)
+    # each relaxation bounds the cost among targets with its own fewest movements: valid for the plan's
+    bounds = [b for sol, b, _ in runs if b is not None and sol.movements == plan.extra["movements"]]
+    bound = max(bounds) if bounds else None
     extra.update(info)
     extra["t_standbys"] = round(time.perf_counter() - t1, 4)
-    plan.bound = int(bound)
+    plan.bound = None if bound is None else int(bound)
     tc = target_cost(m, plan)
     plan.status = "optimal" if tc == bound and all(balanced.values()) else "feasible"
     plan.extra = {**extra, **plan.extra, "balanced_counts": balanced, "t_flow": round(time.perf_counter() - t0, 4)}
@@ -199,18 +201,19 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
         root = run({"stf": None, "sub": None, "rep": None})
         if root is None:
             raise InfeasibleError("no target fits the balance boxes")
-    heap = [(root.value, 0, {}, root)]
+    # nodes ordered by (movements, cost): fewest warm-up rounds first, then the cost
+    heap = [((root.movements, root.value), 0, {}, root)]
     tick = 1
-    best = None  # ((act excess > 0, other excess, value, movements), sol)
+    best = None  # ((act excess > 0, other excess, movements, value), sol)
     while heap:
         value, _, choice, sol = heapq.heappop(heap)
-        if best is not None and best[0][1] == 0 and value >= best[0][2]:
+        if best is not None and best[0][1] == 0 and value >= best[0][2:]:
             heapq.heappush(heap, (value, _, choice, sol))  # keep it for the bound
             break
         exc = {k: excess_of(sol, k) for k in counts}
         open_k = [k for k in counts if k not in choice and exc[k] > 0]
         if not open_k or flows >= max_flows:
-            key = (exc["act"] > 0, sum(exc.values()), value, sol.movements)
+            key = (exc["act"] > 0, sum(exc.values()), *value)
             if best is None or key < best[0]:
                 best = (key, sol)
             if flows >= max_flows and open_k:
@@ -223,7 +226,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
         for box in options[k]:
             child = run({**choice, k: box})
             if child is not None:
-                heapq.heappush(heap, (child.value, tick, {**choice, k: box}, child))
+                heapq.heappush(heap, ((child.movements, child.value), tick, {**choice, k: box}, child))
                 tick += 1
                 children += 1
         if not children:  # no box of this count fits: it yields, the others still count
@@ -236,7 +239,9 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     key, sol = best
     if key[0]:
         raise SolverFaultError("active flow: no box gave a balanced target")
-    bound = min([v for v, *_ in heap] + [key[2]])
+    # a bound on the cost among targets with as few movements: only while no open node could have fewer
+    low = min([v for v, *_ in heap] + [key[2:]])
+    bound = low[1] if low[0] == key[2] else None
     return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts}
 
 
@@ -327,6 +332,13 @@ class StandbyFloor:
         return np.where(m.stateful[t], self._leave(t, p), 0)
 
 
+def _movement_weight(m: StreamsModel) -> int:
+    """More than any cost of a target and its standbys: a movement (a round of waiting) outweighs them all."""
+    act = m.act_cell.max(axis=1, initial=0) + m.move_cost
+    rep = m.rep_cell.max(axis=1, initial=0) + m.noc
+    return int((act + m.want * np.where(m.stateful, rep, 0)).sum()) + 1
+
+
 def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "StandbyFloor | None" = None
                   ) -> ActiveSolution:
     """The cheapest target inside the boxes (see the module docstring); InfeasibleError when none fits.
@@ -341,7 +353,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     Without it, ``floor`` prices the standbys each active leaves room for.
     """
     T, C = m.T, m.C
-    K = T + 1
+    W = _movement_weight(m)  # one movement outweighs any cost: the fewest warm-up rounds first
     joint = box3 is not None and m.want > 0 and m.stateful.any()
     sub = sub_boxes is not None
     keyn = m.G if sub else 2
@@ -418,7 +430,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     # task arcs: explicit for the clients that held the task or are eligible for it, pools for the rest
     fl_cell = floor.cell[:, cells] if (floor is not None and not joint) else 0
     mv = m.constrained.astype(np.int64)
-    row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + mv[:, None]
+    row = (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + W * mv[:, None]
     hubcost = row.max(axis=1)
     tt = np.arange(T)
     arcs.add("task_hub", tt, base_hub + key_t, 1, hubcost)
@@ -428,7 +440,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     xc, xt = xk // T, xk % T
     elig = np.isin(xk, m.cu_keys) | ~m.constrained[xt]
     xfl = floor.pairs(xt, xc) if (floor is not None and not joint) else 0
-    xcost = K * (m.active_cost(xt, xc) + xfl) + (~elig).astype(np.int64)
+    xcost = (m.active_cost(xt, xc) + xfl) + W * (~elig).astype(np.int64)
     xhead = entry(xc, key_t[xt])
     arcs.add("task_client", xt, xhead, 1, xcost)
 
@@ -437,7 +449,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
         arcs.add("sbc_rep", base_sbc + cc, base_rep + cc, big, 0)
         arcs.add("sbhub_cell", np.full(ncell, sbhub), base_sbcell + np.arange(ncell), big, 0)
         arcs.add("sbcell_client", base_sbcell + ccell, base_sbc + cc, big, 0)
-        srow = K * (m.rep_cell[S][:, cells] + m.noc[S][:, None])
+        srow = m.rep_cell[S][:, cells] + m.noc[S][:, None]
         shub = srow.max(axis=1)
         si = np.arange(nS)
         arcs.add("sbt_hub", base_sbt + si, sbhub, m.want, shub)
@@ -447,7 +459,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
         spos[S] = si
         hk = m.held_keys[m.stateful[m.held_t]]
         hc, ht = hk // T, hk % T
-        arcs.add("sbt_client", base_sbt + spos[ht], base_sbc + hc, 1, K * m.replica_cost(ht, hc))
+        arcs.add("sbt_client", base_sbt + spos[ht], base_sbc + hc, 1, m.replica_cost(ht, hc))
 
     out, total = arcs.solve(supplies)
     target = np.full(T, -1, dtype=np.int64)
@@ -473,7 +485,8 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     if joint:
         t_, h_, f_ = out["sbc_rep"]
         sb[t_ - base_sbc] = f_
-    return ActiveSolution(target, int(moving.sum()), int(total // K), sb)
+    n_mv = int(total // W)
+    return ActiveSolution(target, n_mv, int(total - W * n_mv), sb)
 
 
 def _spread_units(m: StreamsModel, units: np.ndarray, slots: np.ndarray) -> np.ndarray:
