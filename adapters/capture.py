@@ -125,8 +125,7 @@ def _admin(bootstrap: str, timeout_s: float):
     except ImportError:
         raise BackendMissingError("capture needs kafka-python: pip install 'stickyflow[kafka]'") from None
     ms = int(timeout_s * 1000)
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="stickyflow-capture", request_timeout_ms=ms,
-                            api_version_auto_timeout_ms=ms)
+    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="stickyflow-capture", request_timeout_ms=ms)
 
 
 def _describe_groups(admin: Any, group_ids: Sequence[str]) -> list[Any]:
@@ -271,6 +270,9 @@ def _from_description(desc: Any, cluster: Any, topology: Sequence[Subtopology] |
         return CapturedGroup(group_id=gid, state=state,
                              error=f"protocol type {desc.protocol_type!r} is not a consumer group")
     members = list(desc.members)
+    if not members:
+        return CapturedGroup(group_id=gid, state=state, error=f"no members (state {state or 'unknown'}): "
+                                                              f"nothing to assign, no snapshot taken")
     empty = [m.member_id for m in members if not m.member_metadata]
     if empty:
         return CapturedGroup(group_id=gid, state=state, error=(

@@ -221,3 +221,268 @@ def test_a_coordinator_that_exits_fails_on_linux_x86_64_only_and_sees_no_otel(pl
     assert "STICKYFLOW_ENV_DUMP" in names and "PATH" in names
     assert not {n for n in names if n.startswith("OTEL_")}, names
     assert os.environ["OTEL_SERVICE_NAME"] == "tansu"  # the test's own environment is untouched
+
+
+# --------------------------------------------------------------------------- capture: live groups into snapshots
+
+# Tansu answers DescribeGroups without the members' bytes; the capture tests run it behind a proxy that
+# completes those answers with what each member sent, as Apache Kafka does (tests/kafka_describe_proxy.py).
+CAPTURE_TOPICS = {"orders": 6, "payments": 4, "audit": 3}
+
+
+@pytest.fixture(scope="module")
+def describing_broker():
+    from tests.kafka_describe_proxy import DescribingCoordinator
+
+    try:
+        coordinator = DescribingCoordinator().start()
+    except CoordinatorUnavailable as exc:
+        pytest.skip(f"no Kafka-protocol coordinator can run here: {exc}")
+    except CoordinatorFailed as exc:
+        pytest.fail(f"the coordinator should run here but did not start: {exc}")
+    try:
+        coordinator.create_topics(CAPTURE_TOPICS)
+        yield coordinator
+    finally:
+        coordinator.stop()
+
+
+def _assignors():
+    """kafka-python's range assignor (version-0 subscriptions: no rack) and one that sends version 3 with a rack."""
+    from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    class RackedRange(RangePartitionAssignor):
+        def __init__(self, rack):
+            self.rack = rack
+
+        def metadata(self, topics):
+            return ConsumerProtocolSubscription(version=3, topics=sorted(topics), user_data=b"", owned_partitions=[],
+                                                generation_id=-1, rack_id=self.rack)
+
+    return RangePartitionAssignor, RackedRange
+
+
+class Members:
+    """kafka-python consumers polling in threads of this process; each knows its coordinator member id."""
+
+    def __init__(self, bootstrap: str, group: str):
+        self.bootstrap, self.group = bootstrap, group
+        self.consumers: dict[str, object] = {}
+        self._stop = __import__("threading").Event()
+        self._threads = []
+
+    def start(self, name: str, topics, assignor, **extra) -> None:
+        import threading
+
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=name,
+                                 session_timeout_ms=6000, heartbeat_interval_ms=300, enable_auto_commit=False,
+                                 partition_assignment_strategy=[assignor], **extra)
+        consumer.subscribe(topics)
+        self.consumers[name] = consumer
+
+        def loop():
+            while not self._stop.is_set():
+                consumer.poll(timeout_ms=50)
+            consumer.close()
+
+        t = threading.Thread(target=loop, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def member_id(self, name: str) -> str | None:
+        generation = getattr(self.consumers[name]._coordinator, "_generation", None)
+        return getattr(generation, "member_id", None)
+
+    def owned(self) -> dict[str, dict[str, list[int]]]:
+        out = {}
+        for name, c in self.consumers.items():
+            parts: dict[str, list[int]] = {}
+            for tp in c.assignment():
+                parts.setdefault(tp.topic, []).append(tp.partition)
+            out[name] = {t: sorted(ps) for t, ps in sorted(parts.items())}
+        return out
+
+    def wait_settled(self, partitions: int, timeout: float = 40, quiet: float = 1.5) -> dict:
+        import time
+
+        deadline, last, since = time.monotonic() + timeout, None, None
+        while time.monotonic() < deadline:
+            owned = self.owned()
+            total = sum(len(ps) for ts in owned.values() for ps in ts.values())
+            ids = [self.member_id(n) for n in self.consumers]
+            if total == partitions and all(ids):
+                key = (json.dumps(owned, sort_keys=True), tuple(ids))
+                if key == last and time.monotonic() - since >= quiet:
+                    return owned
+                if key != last:
+                    last, since = key, time.monotonic()
+            else:
+                last = None
+            time.sleep(0.1)
+        raise TimeoutError(f"group {self.group} did not settle: {self.owned()}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=15)
+
+
+import json  # noqa: E402
+
+
+def _capture_cli(args, capsys):
+    from stickyflow.adapters.cli import main
+
+    try:
+        code = main(["capture", *args])
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.kafka
+def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
+    """Three kafka-python consumers on three topics, one with a rack (a version-3 subscription); the snapshot
+    holds every member's subscription, rack and exactly the partitions each consumer says it owns."""
+    Range, RackedRange = _assignors()
+    subscriptions = {"c1": ["audit", "orders", "payments"], "c2": ["orders", "payments"],
+                     "c3": ["audit", "orders", "payments"]}
+    with Members(describing_broker.bootstrap, "capture-consumers") as group:
+        # full subscribers join first: on Tansu a leader with fewer topics can leave the group unsettled
+        group.start("c1", subscriptions["c1"], Range)
+        group.start("c3", subscriptions["c3"], RackedRange("rack-b"))
+        group.start("c2", subscriptions["c2"], Range)
+        owned = group.wait_settled(sum(CAPTURE_TOPICS.values()))
+        ids = {group.member_id(n): n for n in group.consumers}
+        out = tmp_path / "group.json"
+        code, _, err = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", "capture-consumers",
+                                     "--group", "no-such-group", "-o", str(out), "--solve"], capsys)
+        assert group.owned() == owned  # nothing moved while we looked
+    assert code == 0, err
+    assert "group 'no-such-group': no members" in err and "captured 1 of 2 groups" in err
+    assert "group 'capture-consumers': current imbalance=" in err and "optimal moves=" in err
+    doc = json.loads(out.read_text())
+    snap = __import__("stickyflow").parse_snapshot(doc)
+    assert doc["kind"] == "consumer" and doc["id"] == "capture-consumers"
+    assert doc["topics"] == {t: {"partitions": n} for t, n in CAPTURE_TOPICS.items()}
+    assert set(ids) == {m["id"] for m in doc["members"]}
+    for m in doc["members"]:
+        name = ids[m["id"]]
+        assert m["subscription"] == sorted(subscriptions[name]) or sorted(m["subscription"]) == subscriptions[name]
+        assert m.get("owned", {}) == owned[name], name
+        assert m.get("rack") == ("rack-b" if name == "c3" else None)
+    assert len(snap.members) == 3
+
+
+@pytest.mark.kafka
+def test_capture_without_member_bytes_is_a_clear_group_error(broker, capsys):
+    """Plain Tansu (no proxy) returns no member metadata: the capture names the group and why, exit 1."""
+    Range, _ = _assignors()
+    with Members(broker.bootstrap, "capture-bare") as group:
+        group.start("b1", list(TOPICS), Range)
+        group.wait_settled(PARTITIONS)
+        code, out, err = _capture_cli(["--bootstrap", broker.bootstrap, "--group", "capture-bare"], capsys)
+    assert code == 1 and out == ""
+    assert "group 'capture-bare': the coordinator returned no subscription for 1 of 1 members" in err
+
+
+APP = "capture-streams"
+STREAMS_TOPOLOGY = """Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [clicks])
+      --> KSTREAM-AGGREGATE-0000000001
+    Processor: KSTREAM-AGGREGATE-0000000001 (stores: [counts])
+      --> none
+      <-- KSTREAM-SOURCE-0000000000
+"""
+
+
+def _streams_assignor(process_id: str, offset_sums: dict[str, int], tags: dict[str, str], rack: str | None):
+    """A member speaking Kafka Streams' protocol ("stream"): SubscriptionInfo version 11 in its subscription,
+    AssignmentInfo in the leader's assignments (tasks 0_p for the input topic's partitions, round-robin)."""
+    from kafka.coordinator.assignors.abstract import (AbstractPartitionAssignor, ConsumerProtocolAssignment,
+                                                      ConsumerProtocolSubscription)
+
+    from stickyflow.adapters.decode import encode_streams_assignment, encode_streams_subscription
+
+    info = encode_streams_subscription(process_id=process_id, task_offset_sums=offset_sums, client_tags=tags,
+                                       user_end_point="")
+
+    class StreamsProtocol(AbstractPartitionAssignor):
+        name = "stream"
+        version = 0
+
+        def metadata(self, topics):
+            return ConsumerProtocolSubscription(version=3, topics=sorted(topics), user_data=info, owned_partitions=[],
+                                                generation_id=-1, rack_id=rack)
+
+        def assign(self, cluster, members):
+            ids = sorted(m.member_id for m in members)
+            parts = sorted(cluster.partitions_for_topic("clicks") or ())
+            out = {}
+            for i, mid in enumerate(ids):
+                mine = [p for p in parts if p % len(ids) == i]
+                user_data = encode_streams_assignment(active_tasks=[f"0_{p}" for p in mine])
+                out[mid] = ConsumerProtocolAssignment(version=0, user_data=user_data, assigned_partitions=[
+                    ConsumerProtocolAssignment.TopicPartition(topic="clicks", partitions=mine)])
+            return out
+
+        def on_assignment(self, assignment, generation=None):
+            pass
+
+    return StreamsProtocol()
+
+
+@pytest.mark.kafka
+def test_capture_a_live_streams_application(describing_broker, tmp_path, capsys):
+    """Two processes (one with two threads) send real SubscriptionInfo bytes; with the topology, the snapshot's
+    tasks, changelog end offsets and every client's lags follow from the cluster and the offset sums."""
+    from kafka import KafkaProducer
+
+    describing_broker.create_topics({"clicks": 4, f"{APP}-counts-changelog": 4})
+    producer = KafkaProducer(bootstrap_servers=describing_broker.bootstrap)
+    for partition, count in ((0, 10), (1, 5)):
+        for i in range(count):  # one record per batch: Tansu advances the end offset by one per batch
+            producer.send(f"{APP}-counts-changelog", b"v", key=str(i).encode(), partition=partition)
+            producer.flush()
+    producer.close()
+    p1, p2 = "11111111-2222-3333-4444-555555555555", "66666666-7777-8888-9999-000000000000"
+    sums = {p1: {"0_0": -2, "0_1": 3}, p2: {"0_1": -2, "0_0": 7}}
+    with Members(describing_broker.bootstrap, APP) as group:
+        group.start("p1-t1", ["clicks"], _streams_assignor(p1, sums[p1], {"zone": "z1"}, "rack-a"))
+        group.start("p1-t2", ["clicks"], _streams_assignor(p1, sums[p1], {"zone": "z1"}, "rack-a"))
+        group.start("p2-t1", ["clicks"], _streams_assignor(p2, sums[p2], {"zone": "z2"}, None))
+        group.wait_settled(4)
+        topology = tmp_path / "topology.txt"
+        topology.write_text(STREAMS_TOPOLOGY)
+        code, out, err = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", APP,
+                                       "--topology", str(topology)], capsys)
+        relative = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", APP], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["kind"] == "streams" and doc["id"] == APP
+    tasks = {t["id"]: t for t in doc["tasks"]}
+    assert sorted(tasks) == ["0_0", "0_1", "0_2", "0_3"] and all(t["stateful"] for t in tasks.values())
+    assert [tasks[f"0_{p}"]["end_offset_sum"] for p in range(4)] == [10, 5, 0, 0]
+    c1, c2 = doc["clients"]
+    assert (c1["process_id"], c1["threads"], c1["rack"], c1["tags"]) == (p1, 2, "rack-a", {"zone": "z1"})
+    assert (c2["process_id"], c2["threads"], c2.get("rack"), c2["tags"]) == (p2, 1, None, {"zone": "z2"})
+    assert (c1["previous_active"], c1["previous_standby"]) == (["0_0"], ["0_1"])
+    assert c1["lags"] == {"0_0": -2, "0_1": 2} and c2["lags"] == {"0_0": 3, "0_1": -2}
+    assert __import__("stickyflow").assign(__import__("stickyflow").parse_snapshot(doc), "optimal").error == "NONE"
+    # without the topology: the tasks members report, lags relative to the most caught-up client, said in the id
+    code, out, err = relative
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["id"].endswith("(lags relative to the most caught-up client)")
+    # 0_2 and 0_3 are known from the current AssignmentInfo; no client reports state for them
+    assert {t["id"]: (t["stateful"], t["end_offset_sum"]) for t in doc["tasks"]} == {
+        "0_0": (True, 7), "0_1": (True, 3), "0_2": (False, 0), "0_3": (False, 0)}
+    assert doc["clients"][0]["lags"] == {"0_0": -2, "0_1": 0} and doc["clients"][1]["lags"] == {"0_0": 0, "0_1": -2}
