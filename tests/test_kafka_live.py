@@ -364,6 +364,9 @@ def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
         out = tmp_path / "group.json"
         code, _, err = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", "capture-consumers",
                                      "--group", "no-such-group", "-o", str(out), "--solve"], capsys)
+        every = tmp_path / "groups.jsonl"
+        all_code, _, all_err = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--all-groups",
+                                             "-o", str(every)], capsys)
         assert group.owned() == owned  # nothing moved while we looked
     assert code == 0, err
     assert "group 'no-such-group': no members" in err and "captured 1 of 2 groups" in err
@@ -379,6 +382,11 @@ def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
         assert m.get("owned", {}) == owned[name], name
         assert m.get("rack") == ("rack-b" if name == "c3" else None)
     assert len(snap.members) == 3
+    # --all-groups into JSON Lines (what `stickyflow batch` reads): this group, as captured alone
+    assert all_code == 0, all_err
+    lines = [json.loads(line) for line in every.read_text().splitlines()]
+    same = [d for d in lines if d["id"] == "capture-consumers"]
+    assert len(same) == 1 and (same[0]["members"], same[0]["topics"]) == (doc["members"], doc["topics"])
 
 
 @pytest.mark.kafka
