@@ -329,7 +329,7 @@ def test_custom_sticky_scenarios(name, assignor):
     assert not failed, (failed, {p: a.to_json() for p, a in r.assignment.items()})
 
 
-@pytest.mark.parametrize("assignor", ["sticky", pytest.param("optimal", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("assignor", ["sticky", "optimal"])
 def test_kafka_CustomStickyTaskAssignorTest_largeAssignmentShouldTerminateWithinAcceptableTime(assignor):
     """300 stateful tasks in 10 subtopologies, 20 clients of 50 threads over 31 racks, 2 standbys."""
     tasks = []
