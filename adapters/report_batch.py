@@ -337,7 +337,12 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
     errors = _pandas().DataFrame()
     bad = frame[~frame.index.isin(_ok(frame).index)]
     if len(bad):
-        errors = bad[["id", "kind", "assignor", "error"]].head(50)
+        # one row per distinct (status, kind, assignor, error), with how many rows share it and one example id:
+        # an assignor that does not serve a kind (range for Streams) is one line, not one per snapshot
+        cols = ["status", "kind", "assignor", "error"] if "status" in bad.columns else ["kind", "assignor", "error"]
+        keyed = bad.assign(**{c: bad[c].astype("string").fillna("") for c in cols})
+        errors = (keyed.groupby(cols, sort=False, dropna=False)
+                  .agg(rows=("id", "size"), example_id=("id", "first")).reset_index().head(50))
     blocks: list[tuple[str, Any]] = [("What the columns mean", Html(_definitions())),
                                      ("Summary per assignor", _readable(table)),
                                      ("Moves, imbalance, cross-rack reads, solve time", metrics_png),
@@ -371,7 +376,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
                    ("Pareto sweep totals (one row per assignor and result; ratios: where it gave that result)",
                     pareto_table(sweep))]
     if len(errors):
-        blocks.append(("Rows with errors (first 50)", errors))
+        blocks.append(("Rows not solved (grouped by reason; first 50 reasons)", errors))
     for note in notes:
         blocks.append(("Note", note))
     files["report.html"] = out / "report.html"
