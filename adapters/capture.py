@@ -125,26 +125,47 @@ def _admin(bootstrap: str, timeout_s: float):
     except ImportError:
         raise BackendMissingError("capture needs kafka-python: pip install 'stickyflow[kafka]'") from None
     ms = int(timeout_s * 1000)
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="stickyflow-capture", request_timeout_ms=ms)
+    settings = {"request_timeout_ms": ms, "bootstrap_timeout_ms": ms}
+    known = getattr(KafkaAdminClient, "DEFAULT_CONFIG", settings)  # bootstrap_timeout_ms is kafka-python 3's
+    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="stickyflow-capture",
+                            **{k: v for k, v in settings.items() if k in known})
 
 
-def _describe_groups(admin: Any, group_ids: Sequence[str]) -> list[Any]:
-    """DescribeGroups without authorized operations; the raw response's groups (member bytes undecoded)."""
+def _describe_groups(admin: Any, group_ids: Sequence[str]) -> tuple[list[Any], dict[str, str]]:
+    """DescribeGroups without authorized operations: the raw response's groups (member bytes undecoded), and
+    group -> why for the groups whose coordinator could not be found or asked."""
     from kafka.protocol.admin import DescribeGroupsRequest
 
+    errors: dict[str, str] = {}
+
+    async def coordinators():
+        try:
+            return await admin._find_coordinator_ids(list(group_ids))
+        except Exception:  # one bad group id must not cost the others: look them up one by one
+            found = {}
+            for g in group_ids:
+                try:
+                    found.update(await admin._find_coordinator_ids([g]))
+                except Exception as exc:
+                    errors[g] = f"FindCoordinator: {type(exc).__name__}: {exc}"
+            return found
+
     async def go():
-        coordinators = await admin._find_coordinator_ids(list(group_ids))
         by_node: dict[Any, list[str]] = {}
-        for g in group_ids:
-            by_node.setdefault(coordinators[g], []).append(g)
+        for g, node in (await coordinators()).items():
+            by_node.setdefault(node, []).append(g)
         out = []
         for node, groups in by_node.items():
             request = DescribeGroupsRequest(groups=groups, include_authorized_operations=False, max_version=5)
-            response = await admin._manager.send(request, node_id=node)
+            try:
+                response = await admin._manager.send(request, node_id=node)
+            except Exception as exc:
+                errors.update({g: f"DescribeGroups: {type(exc).__name__}: {exc}" for g in groups})
+                continue
             out.extend(response.groups)
         return out
 
-    return admin._manager.run(go)
+    return admin._manager.run(go), errors
 
 
 class _Cluster:
@@ -219,13 +240,15 @@ def capture(bootstrap: str, groups: Sequence[str] | None = None, *, all_groups: 
         if not groups:
             return []
         cluster = _Cluster(admin)
-        described = {g.group_id: g for g in _describe_groups(admin, groups)}
+        answers, failed = _describe_groups(admin, groups)
+        described = {g.group_id: g for g in answers}
         now = int(time.time() * 1000) if now_ms is None else now_ms
         out = []
         for gid in groups:
             desc = described.get(gid)
             if desc is None:
-                out.append(CapturedGroup(group_id=gid, error="the coordinator did not describe this group"))
+                out.append(CapturedGroup(group_id=gid, error=failed.get(gid, "the coordinator did not describe "
+                                                                              "this group")))
                 continue
             out.append(snapshot_from_description(desc, cluster, topology=subs, now_ms=now))
         return out

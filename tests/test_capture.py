@@ -396,3 +396,15 @@ def test_streams_snapshot_with_topology_uses_changelog_end_offsets():
     assert doc["clients"][0]["lags"] == {"0_0": -2, "0_1": 10}
     result = stickyflow.assign(stickyflow.parse_snapshot(doc), "optimal")
     assert result.error == "NONE"
+
+
+def test_cli_capture_unreachable_cluster_is_one_line_exit_1(capsys):
+    pytest.importorskip("kafka")
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert run(["capture", "--bootstrap", f"127.0.0.1:{port}", "--group", "g", "--timeout", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"stickyflow capture: cannot read the cluster at 127.0.0.1:{port}")
