@@ -17,8 +17,8 @@ returns verbatim, in every version Kafka has shipped:
 
 Keys are the schemas' field names in snake_case; a field appears only in the
 versions that carry it. Task ids are text as Kafka prints them (``"0_3"``;
-``"<topology>_0_3"`` under a named topology). ``user_data`` is opaque and so base64;
-fields Kafka fills with UTF-8 text (the user end point, client tags) are text.
+``"<topology>__0_3"`` under a named topology). ``user_data`` is opaque and so
+base64; fields Kafka fills with UTF-8 text (the user end point, client tags) are text.
 
 Bad bytes raise :class:`DecodeError` (an :class:`stickyflow.InvalidSnapshotError`)
 naming the field and what is wrong, e.g. ``owned_partitions[1].partitions[0]:
@@ -289,9 +289,9 @@ def _stickyflow_user_data(raw: bytes) -> dict[str, Any]:
 # --------------------------------------------------------------------------- Kafka Streams
 
 def task_text(subtopology: int, partition: int, named_topology: str | None = None) -> str:
-    """A TaskId as Kafka prints it: ``"0_3"``, or ``"<topology>_0_3"`` under a named topology."""
+    """A TaskId as Kafka prints it: ``"0_3"``, or ``"<topology>__0_3"`` under a named topology."""
     base = f"{subtopology}_{partition}"
-    return f"{named_topology}_{base}" if named_topology else base
+    return f"{named_topology}__{base}" if named_topology else base
 
 
 def decode_streams_subscription(raw: bytes) -> dict[str, Any]:
@@ -534,8 +534,8 @@ def encode_sticky_user_data(previous: Mapping[str, Iterable[int]], generation: i
 
 
 def _parse_task(task: str) -> tuple[int, int]:
-    group, _, partition = task.rpartition("_")
-    return int(group.rpartition("_")[2]), int(partition)
+    group, _, partition = task.rpartition("__")[2].partition("_")
+    return int(group), int(partition)
 
 
 def encode_streams_subscription(*, process_id: str, version: int = STREAMS_LATEST_VERSION,

@@ -408,3 +408,89 @@ def test_cli_capture_unreachable_cluster_is_one_line_exit_1(capsys):
     assert run(["capture", "--bootstrap", f"127.0.0.1:{port}", "--group", "g", "--timeout", "1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"stickyflow capture: cannot read the cluster at 127.0.0.1:{port}")
+
+
+# --------------------------------------------------------------------------- ported: Kafka's protocol tests
+# Scenarios of Kafka's ConsumerProtocolTest, SubscriptionInfoTest and AssignmentInfoTest (clients/ and streams/
+# test sources), with our bytes and our assertions of the property each checks.
+
+def _s16(s):
+    return struct.pack(">h", len(s)) + s.encode()
+
+
+def test_kafka_ConsumerProtocolTest_deserializeFutureSubscriptionVersion():
+    raw = (struct.pack(">hi", 100, 1) + _s16("topic") + struct.pack(">i", 0) + struct.pack(">i", 1) + _s16("foo")
+           + struct.pack(">ii", 1, 2) + struct.pack(">i", 10) + _s16("rack-a") + _s16("bar"))
+    got = dec.decode_consumer_subscription(raw)
+    assert (got["topics"], got["owned_partitions"], got["generation_id"], got["rack_id"]) == (
+        ["topic"], [{"topic": "foo", "partitions": [2]}], 10, "rack-a")
+
+
+def test_kafka_ConsumerProtocolTest_deserializeFutureAssignmentVersion():
+    raw = struct.pack(">hi", 100, 1) + _s16("foo") + struct.pack(">ii", 1, 1) + struct.pack(">i", 0) + _s16("bar")
+    assert dec.decode_consumer_assignment(raw)["assigned_partitions"] == [{"topic": "foo", "partitions": [1]}]
+
+
+def test_kafka_ConsumerProtocolTest_serializeDeserializeNullSubscriptionUserData():
+    assert dec.decode_consumer_subscription(kp_subscription(3, ["foo", "bar"], None, {}, -1, None))["user_data"] is None
+
+
+def test_kafka_ConsumerProtocolTest_deserializeNullAssignmentUserData():
+    assert dec.decode_consumer_assignment(kp_assignment(0, {"foo": [0]}, None))["user_data"] is None
+
+
+def test_kafka_ConsumerProtocolTest_deserializeOldSubscriptionVersion():
+    got = dec.decode_consumer_subscription(kp_subscription(0, ["foo", "bar"], None, {}, -1, None))
+    assert got == {"version": 0, "topics": ["foo", "bar"], "user_data": None}  # no owned, generation, rack
+
+
+def test_kafka_SubscriptionInfoTest_shouldAllowToDecodeFutureSupportedVersion():
+    raw = struct.pack(">ii", dec.STREAMS_LATEST_VERSION + 1, dec.STREAMS_LATEST_VERSION + 1)
+    got = dec.decode_streams_subscription(raw)
+    assert (got["version"], got["latest_supported_version"]) == (12, 12)
+
+
+def test_kafka_SubscriptionInfoTest_shouldEncodeAndDecodeVersion10WithNamedTopologies():
+    raw = (struct.pack(">ii", 10, 10) + uuid.UUID(PID).bytes + struct.pack(">i", 0) + struct.pack(">i", 2)
+           + struct.pack(">iiq", 0, 0, -2) + _s16("topology1") + struct.pack(">iiq", 1, 2, 7) + struct.pack(">h", -1)
+           + struct.pack(">b", 0) + struct.pack(">i", 0))
+    got = dec.decode_streams_subscription(raw)
+    assert got["task_offset_sums"] == [{"task_id": "topology1__0_0", "offset_sum": -2}, {"task_id": "1_2", "offset_sum": 7}]
+
+
+def test_kafka_SubscriptionInfoTest_shouldReturnEncodeDecodeEmptyClientTagsOnVersion11():
+    got = dec.decode_streams_subscription(dec.encode_streams_subscription(process_id=PID, client_tags={}))
+    assert got["client_tags"] == {}
+    older = dec.decode_streams_subscription(dec.encode_streams_subscription(process_id=PID, version=10))
+    assert "client_tags" not in older  # shouldReturnEmptyMapOfClientTagsOnOlderVersions: no such field
+
+
+def test_kafka_SubscriptionInfoTest_shouldConvertTaskOffsetSumMapToTaskSets():
+    """Offset sum -2 (LATEST_OFFSET): a previous active task; any other reported task: a previous standby."""
+    sums = {"0_0": -2, "0_1": -2, "1_0": 0, "1_1": 15}
+    desc = group("app", [streams_member("m", P1, sums)], protocol="stream")
+    client = snapshot_from_description(desc, FakeCluster({"orders": 2})).snapshot["clients"][0]
+    assert client["previous_active"] == ["0_0", "0_1"] and client["previous_standby"] == ["1_0", "1_1"]
+
+
+def test_kafka_AssignmentInfoTest_shouldEncodeAndDecodeVersion10WithNamedTopologies():
+    name = "topology1"
+    raw = (struct.pack(">iii", 10, 10, 1) + struct.pack(">iii", 0, 1, len(name)) + name.encode("utf-16-be")
+           + struct.pack(">i", 0) + struct.pack(">i", 0) + struct.pack(">i", 0) + struct.pack(">i", 0)
+           + struct.pack(">i", 0) + struct.pack(">q", 2**63 - 1))
+    assert dec.decode_streams_assignment(raw)["active_tasks"] == ["topology1__0_1"]
+
+
+def test_kafka_AssignmentInfoTest_shouldThrowForUnknownVersion1():
+    with pytest.raises(DecodeError, match="version: 0 is not a version"):
+        dec.decode_streams_assignment(struct.pack(">i", 0) + b"\x00" * 16)
+
+
+def test_kafka_AssignmentInfoTest_shouldDecodeDefaultNextRebalanceTime():
+    got = dec.decode_streams_assignment(dec.encode_streams_assignment(version=7))
+    assert got["next_rebalance_ms"] == 2**63 - 1  # Long.MAX_VALUE: no follow-up rebalance asked for
+
+
+def test_kafka_AssignmentInfoTest_shouldEncodeAndDecodeSmallerCommonlySupportedVersion():
+    got = dec.decode_streams_assignment(dec.encode_streams_assignment(version=11, commonly_supported_version=9))
+    assert (got["version"], got["commonly_supported_version"]) == (11, 9)
