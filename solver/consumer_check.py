@@ -363,6 +363,13 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
     return violations, metrics
 
 
+def _distinct(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (``np.unique`` without its first-call import of ``numpy.ma``, tens of
+    milliseconds that a one-off command-line solve would pay)."""
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
+
+
 def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
                     withheld: Mapping[str, np.ndarray] | None, prev: PreviousOwners | None,
                     ) -> tuple[list[Violation], dict[str, Any]]:
@@ -381,34 +388,58 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     rack_index: dict[str, int] = {}
     member_rack = np.array([rack_index.setdefault(m.rack, len(rack_index)) if m.rack is not None else -1
                             for m in snap.members], dtype=np.int32)
-    reads = np.zeros(n, dtype=bool)
     unsubscribed: list[tuple[int, int, str]] = []  # (member, topic position, topic) for the messages
-    moves = 0
     cross = 0
+    # every topic at once: owner arrays end to end (topics nobody was given: -1), topic-major
+    names = list(snap.topics)
+    T = len(names)
+    sizes = np.fromiter((snap.topics[t].partitions for t in names), dtype=np.int64, count=T)
+    new_all = np.concatenate([assignment.owners.get(t, np.full(snap.topics[t].partitions, -1, dtype=np.int32))
+                              for t in names]) if T else np.zeros(0, dtype=np.int32)
+    old_all = np.concatenate([prev.owner[t] for t in names]) if T else np.zeros(0, dtype=np.int32)
+    topic_of = np.repeat(np.arange(T, dtype=np.int64), sizes)
+    assigned_all = new_all >= 0
+    got_all = new_all[assigned_all].astype(np.int64)
+    loads += np.bincount(got_all, minlength=n)
+    moves = int(np.count_nonzero((old_all >= 0) & (new_all != old_all)))
+    if len(got_all):
+        # subscriptions as sorted (member, topic) keys: a pair given but not among them is unsubscribed
+        # who reads what, per distinct subscription (members sharing one share its row)
+        tpos = {t: j for j, t in enumerate(names)}
+        sub_class: dict[tuple[str, ...], int] = {}
+        member_class = np.fromiter((sub_class.setdefault(m.subscription, len(sub_class)) for m in snap.members),
+                                   dtype=np.int64, count=n)
+        reads = np.zeros((len(sub_class), T), dtype=bool)
+        for sub, c in sub_class.items():
+            reads[c, [tpos[t] for t in sub if t in tpos]] = True
+        pairs = _distinct(got_all * T + topic_of[assigned_all])  # (member, topic) pairs given
+        pm, pt = pairs // T, pairs % T
+        bad = ~reads[member_class[pm], pt]
+        unsubscribed.extend((int(i), int(j), names[int(j)]) for i, j in zip(pm[bad], pt[bad]))
+    missing_all = ~assigned_all
+    if withheld:
+        for j, t in enumerate(names):
+            if t in withheld:
+                offset = int(sizes[:j].sum())
+                missing_all[offset:offset + len(withheld[t])] &= ~withheld[t]
+    has_readers = np.fromiter((bool(subs[t]) for t in names), dtype=bool, count=T)
+    missing_all &= has_readers[topic_of]
+    if missing_all.any():
+        for j in _distinct(topic_of[missing_all]).tolist():
+            t = names[j]
+            offset = int(sizes[:j].sum())
+            miss = np.flatnonzero(missing_all[offset:offset + int(sizes[j])])
+            violations.append(Violation("PARTITION_UNASSIGNED",
+                                        f"{len(miss)} partition(s) of {t} are subscribed but unassigned, e.g. {t}-{int(miss[0])}"))
     for pos, (t, topic) in enumerate(snap.topics.items()):
-        P = topic.partitions
+        if not (rack_aware and topic.racks is not None and rack_index):
+            continue
         new_owner = assignment.owners.get(t)
         if new_owner is None:
-            new_owner = np.full(P, -1, dtype=np.int32)
+            continue
         assigned = new_owner >= 0
         got = new_owner[assigned]
         if len(got):
-            loads += np.bincount(got, minlength=n)
-            reads[:] = False
-            reads[subs[t]] = True
-            bad = np.unique(got[~reads[got]])
-            unsubscribed.extend((int(i), pos, t) for i in bad)
-        if subs[t]:
-            missing = ~assigned
-            if withheld is not None and t in withheld:
-                missing &= ~withheld[t]
-            nmiss = int(missing.sum())
-            if nmiss:
-                violations.append(Violation("PARTITION_UNASSIGNED",
-                                            f"{nmiss} partition(s) of {t} are subscribed but unassigned, e.g. {t}-{int(np.flatnonzero(missing)[0])}"))
-        old = prev.owner[t]
-        moves += int(np.count_nonzero((old >= 0) & (new_owner != old)))
-        if rack_aware and topic.racks is not None and rack_index and len(got):
             rs, sets = _rackset_ids(topic.racks)
             table = np.zeros((len(sets), len(rack_index) + 1), dtype=bool)  # last column: member without rack
             for s_id, s_ in enumerate(sets):

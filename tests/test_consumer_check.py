@@ -119,6 +119,10 @@ def arc_counts(monkeypatch):
 
     # consumer_flow reaches the class as ``min_cost_flow.SimpleMinCostFlow`` on this module (via _ortools())
     monkeypatch.setattr(min_cost_flow, "SimpleMinCostFlow", Counting)
+    # the graph itself is under test: equal subscriptions must build it too, not take the closed form
+    from stickyflow.formulations import consumer_flow
+
+    monkeypatch.setattr(consumer_flow, "_FAST_PATH", False)
     return built
 
 
