@@ -157,6 +157,11 @@ def play(doc: dict[str, Any], assignor: str, horizon: int, time_limit: float | N
         converged = True
     first, last = seen[0], seen[-1]
     m = first.metrics
+    from stickyflow.streams_check import streams_metrics
+
+    # the converged assignment measured against where the group started: moves, standby moves and the traffic
+    # it runs at, i.e. what converging cost in all
+    conv = streams_metrics(snaps[0], last.assignment) if converged else None
     return {
         "cost": m["cost"], "imbalance": m["imbalance"], "moves": m["moves"], "cross_rack": m["cross_rack"],
         "warmups": m["warmups"], "standbys": m["standbys"],
@@ -168,6 +173,13 @@ def play(doc: dict[str, Any], assignor: str, horizon: int, time_limit: float | N
         "episode_moves": int(sum(r.metrics["moves"] for r in seen)),
         "final_imbalance": last.metrics["imbalance"] if converged else None,
         "final_cost": last.metrics["cost"] if converged else None,  # the converging round, its moves included
+        "converged_cost": conv["cost"] if conv else None,
+        "converged_moves": conv["moves"] if conv else None,
+        "converged_standby_moves": conv["standby_moves"] if conv else None,
+        "balanced": conv["balanced"] if conv else None,
+        "balanced_active": conv["balanced_active"] if conv else None,
+        "balanced_stateful": conv["balanced_stateful"] if conv else None,
+        "balanced_replicas": conv["balanced_replicas"] if conv else None,
         "sub_excess": subtopology_excess(snaps[0], first),
         "final_sub_excess": subtopology_excess(snaps[-1], last) if converged else None,
     }
@@ -214,34 +226,41 @@ def compare_balance(r: dict[str, Any], final: bool = False) -> int | None:
     return -1 if oe < ge else 1
 
 
+def _greedy_less_balanced(r: dict[str, Any]) -> bool:
+    """The greedy converged unbalanced in a count of Balanced that the optimizer converged balanced in."""
+    if any(r["o_" + k] and r["g_" + k] is False for k in ("balanced_active", "balanced_stateful", "balanced_replicas")):
+        return True
+    # balance_subtopology: the optimizer spreads every subtopology, the greedy treats that as a preference
+    return (r["g_final_sub_excess"] or 0) > (r["o_final_sub_excess"] or 0)
+
+
 def violations(r: dict[str, Any]) -> list[str]:
-    """What the issue forbids: invalid output, costlier at equal balance, less balanced, slower to converge."""
+    """What the issue forbids: invalid output; a converged cost above the greedy's; more rounds to converge.
+
+    A greedy that converges cheaper only by leaving a count unbalanced that the optimizer balances (Balanced
+    weighs clients by threads; counts (2) and (3) are rules for the optimizer where they can hold, not for
+    Kafka's assignor) is a note, not a violation.
+    """
     out = []
     for p, name in (("o_", "optimal"), ("g_", "greedy")):
         if r[p + "error"] != "NONE" or r[p + "errors_later"]:
             out.append(f"{name} returned an invalid assignment ({r[p + 'error']}, {r[p + 'errors_later']} later)")
-    bal, cost = r["balance"], f"{r['o_cost']} > {r['g_cost']}"
-    if bal == 0 and r["o_cost"] > r["g_cost"]:
-        out.append(f"costlier at equal balance: {cost}")
-    # while its warm-ups run, what the optimal assignor runs is not yet its balanced target: that round is
-    # judged by the rounds to converge (below) and the balance it converges to (notes)
-    if bal == 1 and not r["o_followup"]:
-        if r["o_cost"] > r["g_cost"]:
-            out.append(f"costlier and less balanced: {cost}, imbalance {r['o_imbalance']} > {r['g_imbalance']}")
-        elif not r["g_followup"]:
-            out.append(f"less balanced, no follow-up on either side: imbalance {r['o_imbalance']} > "
-                       f"{r['g_imbalance']}, subtopology excess {r['o_sub_excess']} vs {r['g_sub_excess']}")
     ro, rg = r["o_rounds"], r["g_rounds"]
     if ro is None and rg is not None:
         out.append(f"optimal did not converge within the horizon, greedy in {rg} rounds")
-    elif ro is not None and rg is not None and ro > rg and r["final_balance"] != -1:
+    elif ro is not None and rg is not None and ro > rg:
         out.append(f"slower to converge: {ro} > {rg} rounds")
+    oc, gc = r["o_converged_cost"], r["g_converged_cost"]
+    if oc is not None and gc is not None and oc > gc and not _greedy_less_balanced(r):
+        out.append(f"costlier at convergence: {oc} > {gc}")
+    if r["o_balanced_active"] is False:
+        out.append("optimal converged unbalanced in active tasks")
     return out
 
 
 NOTES = ("more_balanced_costlier", "less_balanced_during_warmups", "costlier_during_warmups",
          "less_balanced_at_convergence", "greedy_breaks_subtopology_balance", "greedy_faster_at_worse_balance",
-         "fallback")
+         "fallback", "costlier_converged_but_greedy_unbalanced")
 
 
 def notes(r: dict[str, Any]) -> list[str]:
@@ -263,6 +282,9 @@ def notes(r: dict[str, Any]) -> list[str]:
         out.append("greedy_faster_at_worse_balance")
     if r["o_status"] == "fallback":
         out.append("fallback")
+    oc, gc = r["o_converged_cost"], r["g_converged_cost"]
+    if oc is not None and gc is not None and oc > gc and _greedy_less_balanced(r):
+        out.append("costlier_converged_but_greedy_unbalanced")
     return out
 
 
@@ -284,8 +306,28 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     both = np.isfinite(ro) & np.isfinite(rg)
     pct = lambda mask: round(100.0 * float(np.mean(mask)), 1)  # noqa: E731
     mean = lambda a: round(float(np.mean(a)), 3) if len(a) else None  # noqa: E731
+    both_conv = [r for r in rows if r["o_converged_cost"] is not None and r["g_converged_cost"] is not None]
+    occ = np.array([r["o_converged_cost"] for r in both_conv], dtype=float)
+    gcc = np.array([r["g_converged_cost"] for r in both_conv], dtype=float)
+    cpos = gcc > 0
+    creduction = 1.0 - occ[cpos] / gcc[cpos]
+
+    def holds(prefix: str, key: str) -> float | None:
+        vals = [r[prefix + key] for r in rows if r[prefix + key] is not None]
+        return round(100.0 * float(np.mean(vals)), 1) if vals else None
+
     return {
         "count": n,
+        "converged_both": len(both_conv),
+        "converged_cheaper_pct": round(100.0 * float(np.mean(occ < gcc)), 1) if len(occ) else None,
+        "converged_equal_pct": round(100.0 * float(np.mean(occ == gcc)), 1) if len(occ) else None,
+        "converged_costlier": int((occ > gcc).sum()),
+        "converged_cost_optimal_total": int(occ.sum()), "converged_cost_greedy_total": int(gcc.sum()),
+        "converged_median_reduction": round(float(np.median(creduction)), 4) if len(creduction) else None,
+        "converged_mean_reduction": round(float(np.mean(creduction)), 4) if len(creduction) else None,
+        "balanced_pct": {p: {k: holds(p, k) for k in ("balanced", "balanced_active", "balanced_stateful",
+                                                          "balanced_replicas")}
+                         for p in ("o_", "g_")},
         "cheaper_pct": pct(oc < gc), "equal_pct": pct(oc == gc), "costlier_pct": pct(oc > gc),
         "costlier_at_equal_balance": int(((oc > gc) & equal_bal).sum()),
         "cheaper_at_equal_balance_pct": round(100.0 * float(((oc < gc) & equal_bal).sum()) / max(1, equal_bal.sum()),
@@ -417,6 +459,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"optimal's status: {overall['statuses']}, methods {overall['methods']}; mean solve "
           f"{1000 * overall['mean_wall_s_optimal']:.0f} ms (optimal) vs {1000 * overall['mean_wall_s_greedy']:.0f} ms "
           f"(greedy) at round 0")
+    print(f"converged (both, {overall['converged_both']} snapshots): optimal cheaper on "
+          f"{overall['converged_cheaper_pct']}%, equal on {overall['converged_equal_pct']}%, costlier on "
+          f"{overall['converged_costlier']}; total {overall['converged_cost_optimal_total']} vs "
+          f"{overall['converged_cost_greedy_total']}; reduction median "
+          f"{100 * (overall['converged_median_reduction'] or 0):.0f}%, mean "
+          f"{100 * (overall['converged_mean_reduction'] or 0):.0f}%")
+    bp = overall["balanced_pct"]
+    print(f"Balanced at convergence (% of converged snapshots), optimal / greedy: all three counts "
+          f"{bp['o_']['balanced']} / {bp['g_']['balanced']}, (1) active {bp['o_']['balanced_active']} / "
+          f"{bp['g_']['balanced_active']}, (2) stateful {bp['o_']['balanced_stateful']} / "
+          f"{bp['g_']['balanced_stateful']}, (3) replicas {bp['o_']['balanced_replicas']} / "
+          f"{bp['g_']['balanced_replicas']}")
     print(f"notes: {overall['notes']}")
     print(f"wall: {wall:.1f} s in all")
 

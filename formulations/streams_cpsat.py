@@ -234,39 +234,71 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     n_moving = sum(mv_expr.values()) if mv_expr else 0
     covered = [zv for zv, _ in z.values()] + list(w.values())
     uncovered = n_moving - sum(covered) if covered else n_moving
-    n_con = int(m.constrained.sum()) + 1
-    low_max = 2 * ns + m.budget * (int(m.rep_cell.max(initial=0)) + 1) + 1
-    s4 = low_max                   # one uncovered movement outweighs every low term
-    s3 = n_con * s4                # one unit of cost outweighs every uncovered movement
-    s2 = (_cost_max(m) + 1) * s3   # one movement (a round of waiting) outweighs every cost
-    s1 = n_con * s2                # one unit of balance excess outweighs every movement
-    if s1 * (big * max(1, len(excess)) + 1) > 2**62:
-        raise StickyflowError("CP-SAT: the instance is too large for the lexicographic weights")
     total_excess = sum(excess) if excess else 0
     cost_expr = sum(cost_terms) if cost_terms else 0
-    cm.minimize(s1 * total_excess + s2 * n_moving + s3 * cost_expr + s4 * uncovered
-                + (sum(low_terms) if low_terms else 0))
+    low_max = 2 * ns + m.budget * (int(m.rep_cell.max(initial=0)) + 1) + 1
+    last = low_max * uncovered + (sum(low_terms) if low_terms else 0)
+    stages = [("excess", total_excess), ("movements", n_moving), ("cost", cost_expr), ("ties", last)]
 
     if hint is not None:
         _add_hint(cm, m, d, hint, x, s, w, z)
 
-    # ---- solve
+    # ---- solve: one stage per objective, each fixing its optimum for the next (a lexicographic
+    # optimum without weights, which keep CP-SAT's bounds weak); the time limit spans all stages
     solver = cp_model.CpSolver()
     p = solver.parameters
-    remaining = max(0.0, limit - (time.perf_counter() - started))
-    if options.extra.get("deterministic", True):
-        p.interleave_search = True
-        p.max_deterministic_time = max(remaining, 1e-3)
-        p.max_time_in_seconds = max(2 * remaining, 1e-3)
-    else:
-        p.max_time_in_seconds = max(remaining, 1e-3)
     p.random_seed = int(options.seed)
     p.symmetry_level = 0
     if options.num_workers is not None:
         p.num_workers = int(options.num_workers)
+    deterministic = options.extra.get("deterministic", True)
     t1 = time.perf_counter()
-    status = solver.solve(cm)
-    extra.update(t_cpsat=round(time.perf_counter() - t1, 4), cpsat_status=solver.status_name(status),
+    status = None
+    proven = True
+    cost_bound = None
+    stage_status = []
+    kept_values: list[bool] = []
+    kept_excess: list[int] = []
+    vars_all = x + s + list(w.values()) + [zv for zv, _ in z.values()]
+    if all(isinstance(expr, int) for _, expr in stages):
+        stages = [("feasibility", sum(x[:1]))]  # nothing to optimize: one solve finds the assignment
+    for name, expr in stages:
+        if isinstance(expr, int):
+            stage_status.append((name, "constant"))
+            continue
+        remaining = max(0.0, limit - (time.perf_counter() - started))
+        if status is not None and remaining <= 1e-3:
+            proven = False
+            break
+        # the balance and movement stages get a share of the time, so that the cost is always optimized
+        remaining *= {"excess": 0.25, "movements": 0.35, "cost": 0.9}.get(name, 1.0)
+        if deterministic:
+            p.interleave_search = True
+            p.max_deterministic_time = max(remaining, 1e-3)
+            p.max_time_in_seconds = max(2 * remaining, 1e-3)
+        else:
+            p.max_time_in_seconds = max(remaining, 1e-3)
+        cm.minimize(expr)
+        st = solver.solve(cm)
+        stage_status.append((name, solver.status_name(st)))
+        if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if status is None:
+                status = st
+            break
+        status = st
+        val = int(round(solver.objective_value))
+        if name == "cost":
+            cost_bound = int(np.ceil(solver.best_objective_bound - 1e-6)) if proven else None
+        if st != cp_model.OPTIMAL:
+            proven = False
+        # keep this stage's value for the next ones, and start them from this solution
+        kept_values = [bool(solver.boolean_value(v)) for v in vars_all]
+        kept_excess = [int(solver.value(e)) for e in excess]
+        cm.add(expr <= val)
+        cm.clear_hints()
+        for v, b in zip(vars_all, kept_values):
+            cm.add_hint(v, b)
+    extra.update(t_cpsat=round(time.perf_counter() - t1, 4), cpsat_status=stage_status,
                  pairs=nx, standby_pairs=ns, tag_vars=n_tag_vars, full=d.full)
     if status == cp_model.INFEASIBLE:
         raise InfeasibleError("CP-SAT proved the model infeasible (e.g. max_moves below what balance needs)")
@@ -278,23 +310,28 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             kept.extra = {**kept.extra, **extra, "note": "CP-SAT found no solution in time; the flow's is kept"}
             return kept
         raise TimeLimitError(f"CP-SAT found no solution within the time limit of {limit:g} s")
+    status = cp_model.OPTIMAL if proven else cp_model.FEASIBLE
+    value_of = dict(zip((id(v) for v in vars_all), kept_values))
+
+    def on(v) -> bool:
+        return value_of[id(v)]
 
     # ---- read results
-    xv = np.array([solver.boolean_value(v) for v in x], dtype=bool)
+    xv = np.array([on(v) for v in x], dtype=bool)
     target = np.full(m.T, -1, dtype=np.int64)
     target[d.x_t[xv]] = d.x_c[xv]
     moving = movements(m, target)
     active = np.where(moving, m.holder, target)
     standby = np.full((m.T, m.want), -1, dtype=np.int64)
     if m.want:
-        sv = np.array([solver.boolean_value(v) for v in s], dtype=bool)
+        sv = np.array([on(v) for v in s], dtype=bool)
         st_, sc_ = d.s_t[sv], d.s_c[sv]
         order = np.lexsort((sc_, st_))
         S = np.flatnonzero(m.stateful)
         standby[S] = sc_[order].reshape(len(S), m.want)
     warm = np.full(m.T, -1, dtype=np.int64)
     for i, v in w.items():
-        if solver.boolean_value(v):
+        if on(v):
             warm[int(d.x_t[i])] = int(d.x_c[i])
     covered_mask = moving & (standby == target[:, None]).any(axis=1) if m.want else np.zeros(m.T, dtype=bool)
     if int((warm >= 0).sum()) < m.budget and not (m.tag_keys and drop):
@@ -302,23 +339,21 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         room = m.budget - int((warm >= 0).sum())
         add = np.flatnonzero(extra_warm >= 0)[:room]
         warm[add] = extra_warm[add]
-    ex = [int(solver.value(e)) for e in excess]
+    ex = kept_excess
     extra.update(movements=int(moving.sum()), covered_by_standby=int(covered_mask.sum()),
                  warmups=int((warm >= 0).sum()), balance_excess=int(sum(ex)))
     plan = StreamsPlan(target=target, active=active, warmup=warm, standby=standby, method="cpsat",
                        status="optimal" if (status == cp_model.OPTIMAL and d.full) else "feasible", extra=extra)
-    # ---- the bound: CP-SAT's own (when the balance excess is settled), or the flow's (when balanced anyway)
+    # ---- the bound: CP-SAT's own on the cost stage (when excess and movements are proven), or the flow's
     bounds = []
-    bb = int(np.floor(solver.best_objective_bound))
-    prefix = s1 * sum(ex) + s2 * int(moving.sum())
-    if d.full and bb >= prefix:
-        bounds.append((bb - prefix) // s3)
+    if d.full and cost_bound is not None:
+        bounds.append(cost_bound)
     if flow_bound is not None and not sum(ex) and not m.tag_keys and m.max_moves is None and hint is not None \
             and hint.extra.get("movements") == int(moving.sum()):
         bounds.append(int(flow_bound))
     plan.bound = max(bounds) if bounds else None
     if status == cp_model.OPTIMAL and d.full:
-        plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance
+        plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance and these movements
     return plan
 
 

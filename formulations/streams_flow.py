@@ -229,9 +229,17 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
                 heapq.heappush(heap, ((child.movements, child.value), tick, {**choice, k: box}, child))
                 tick += 1
                 children += 1
-        if not children:  # no box of this count fits: it yields, the others still count
-            if k == "act":
+        if not children and k == "act":  # active balance is the rule: the other counts yield to it
+            relaxed = {k2: None for k2 in counts if k2 != "act"}
+            for box in options[k]:
+                child = run({**relaxed, k: box})
+                if child is not None:
+                    heapq.heappush(heap, ((child.movements, child.value), tick, {**relaxed, k: box}, child))
+                    tick += 1
+                    children += 1
+            if not children:
                 raise InfeasibleError("no target fits the balance boxes")
+        elif not children:  # no box of this count fits: it yields, the others still count
             heapq.heappush(heap, (value, tick, {**choice, k: hulls[k]}, sol))
             tick += 1
     if best is None:
