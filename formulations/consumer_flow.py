@@ -139,15 +139,11 @@ def _ortools():
 
 # --------------------------------------------------------------------------- phase 1: class loads
 
-def _class_loads(d: _Data) -> np.ndarray:
-    """Per class, the total load of one square-sum-minimal assignment (members of a class split it evenly)."""
+def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(partitions per topic, then topic -> class arcs as tails and heads, members per class)."""
     n_classes = len(d.classes)
     size = np.bincount(d.member_class[d.member_class >= 0], minlength=n_classes)
     P = np.array([d.snap.topics[t].partitions for t in d.topics], dtype=np.int64)
-    if n_classes == 0:
-        return np.zeros(0, dtype=np.int64)
-    if n_classes == 1:
-        return np.array([P.sum()], dtype=np.int64)
     tindex = {t: j for j, t in enumerate(d.topics)}
     tail, head = [], []
     for c, s in enumerate(d.classes):
@@ -155,10 +151,20 @@ def _class_loads(d: _Data) -> np.ndarray:
             if t in s:
                 tail.append(tindex[t])
                 head.append(c)
-    tail = np.asarray(tail, dtype=np.int64)
-    head = np.asarray(head, dtype=np.int64)
+    return P, np.asarray(tail, dtype=np.int64), np.asarray(head, dtype=np.int64), size
+
+
+def _class_loads(d: _Data, graph: tuple | None = None, beta: int | None = None) -> np.ndarray:
+    """Per class, the total load of one square-sum-minimal assignment (members of a class split it evenly)."""
+    n_classes = len(d.classes)
+    if n_classes == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n_classes == 1:
+        return np.array([sum(d.snap.topics[t].partitions for t in d.topics)], dtype=np.int64)
+    P, tail, head, size = graph or _class_graph(d)
     total_c = np.bincount(head, weights=P[tail], minlength=n_classes).astype(np.int64)
-    beta = _min_max_load(d, P, tail, head, size)
+    if beta is None:
+        beta = _min_max_load(d, P, tail, head, size)
     hi = np.minimum(beta, -(-total_c // size))  # per-member load never exceeds these
 
     _, min_cost_flow = _ortools()
@@ -186,6 +192,10 @@ def _class_loads(d: _Data) -> np.ndarray:
     return np.bincount(cls, weights=flows, minlength=n_classes).astype(np.int64)
 
 
+_MANY_CLASSES = 32  # from this many subscription classes on, phase 1 is worth skipping when loads are small
+_SMALL_LOADS = 48  # ... at most this many partitions per member: one unit arc per member and load level
+
+
 def _min_max_load(d: _Data, P: np.ndarray, tail: np.ndarray, head: np.ndarray, size: np.ndarray) -> int:
     """The smallest per-member maximum load any valid assignment reaches (bisection on max flows)."""
     max_flow, _ = _ortools()
@@ -202,6 +212,16 @@ def _min_max_load(d: _Data, P: np.ndarray, tail: np.ndarray, head: np.ndarray, s
         return g.optimal_flow() == total
 
     lo, hi = -(-total // int(size.sum())), total  # a lone subscriber may have to take everything
+    # gallop up from the lower bound first: the answer is usually at it or just above, so a couple of
+    # max flows decide it where a bisection over [lower bound, total] would take a dozen
+    step = 1
+    while lo < hi:
+        probe = min(lo + step - 1, hi)
+        if feasible(probe):
+            hi = probe
+            break
+        lo = probe + 1
+        step *= 2
     while lo < hi:
         mid = (lo + hi) // 2
         if feasible(mid):
@@ -228,20 +248,31 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
         cost = d.noc * _orphaned(d)
         return Decision(assignment=empty, method="flow", status="optimal", objective=cost, bound=cost,
                         extra={"sum_squared_loads": 0, "cost": cost})
-    class_load = _class_loads(d)
-    size = np.bincount(d.member_class[d.member_class >= 0], minlength=len(d.classes))
     member_ok = d.member_class >= 0
-    base = np.zeros(M, dtype=np.int64)
-    base[member_ok] = class_load[d.member_class[member_ok]] // size[d.member_class[member_ok]]
-    lo = np.where(member_ok, np.maximum(base - 1, 0), 0)
-    hi = np.where(member_ok, base + 2, 0)  # exclusive; loads in [base - 1, base + 1] (+1 if the split is uneven)
+    graph = beta = None
+    if len(d.classes) >= _MANY_CLASSES:
+        graph = _class_graph(d)
+        beta = _min_max_load(d, *graph)
+    if beta is not None and beta <= _SMALL_LOADS:
+        # many classes and small loads: phase 1 would cost what phase 2 does; price every load level
+        # instead (every square-sum-minimal load vector is decreasingly minimal, so no load exceeds beta)
+        class_load = None
+        lo = np.zeros(M, dtype=np.int64)
+        hi = np.where(member_ok, beta + 1, 0)
+    else:
+        class_load = _class_loads(d, graph, beta)
+        size = np.bincount(d.member_class[member_ok], minlength=len(d.classes))
+        base = np.zeros(M, dtype=np.int64)
+        base[member_ok] = class_load[d.member_class[member_ok]] // size[d.member_class[member_ok]]
+        lo = np.where(member_ok, np.maximum(base - 1, 0), 0)
+        hi = np.where(member_ok, base + 2, 0)  # exclusive; loads in [base - 1, base + 1] (+1 if the split is uneven)
     _check_deadline(deadline, "before the flow was solved (while building the model)")
     decision = _equal_subscriptions(d) if _FAST_PATH else None
     shortcut = "equal-subscriptions" if decision is not None else None
     if decision is None:
         decision = _phase2(d, lo, hi)
     if decision is None:  # cannot happen if the window theorem holds; stay exact anyway
-        beta = int(class_load.max()) + 1
+        beta = (int(class_load.max()) if class_load is not None else int(hi.max())) + 1
         decision = _phase2(d, np.zeros(M, dtype=np.int64), np.where(member_ok, beta + 1, 0))
     if decision is None:
         raise SolverFaultError("the consumer flow found no feasible assignment")

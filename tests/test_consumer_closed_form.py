@@ -56,3 +56,18 @@ def test_closed_form_is_used_only_where_it_is_exact():
     snap = stickyflow.parse_snapshot(racked)
     assert snap.rack_aware and consumer_flow._equal_subscriptions(consumer_flow._prepare(snap)) is None
     assert consumer_flow.solve_consumer(snap, SolveOptions()).extra["shortcut"] is None
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_skipping_phase_one_keeps_the_optimum(seed, monkeypatch):
+    """Many subscription classes with small loads skip phase 1 and price every load level up to the least
+    maximum load; forced on every mixed group here, the answer must equal the networkx model's."""
+    doc = random_consumer_doc(seed, equal_subscriptions=False, max_members=8, max_partitions=10)
+    reference = stickyflow.assign(doc, method="networkx")
+    monkeypatch.setattr(consumer_flow, "_MANY_CLASSES", 1)
+    monkeypatch.setattr(consumer_flow, "_SMALL_LOADS", 10**6)
+    monkeypatch.setattr(consumer_flow, "_FAST_PATH", False)
+    got = stickyflow.assign(doc)
+    assert got.error == reference.error == "NONE"
+    assert got.solver.objective == reference.solver.objective
+    assert got.metrics["sum_squared_loads"] == reference.metrics["sum_squared_loads"]
