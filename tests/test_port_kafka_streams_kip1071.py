@@ -26,8 +26,8 @@ standby ranking (``shouldAssignTasksToClientWithPreviousWarmupTasks``,
 ``shouldAssignStandbyTaskToClientWithPreviousWarmupTaskOverLessLoadedClient``,
 ``shouldPreferMoreCaughtUpCandidateRegardlessOfPrevStandbyOrPrevWarmupRole``):
 the snapshot has previous actives, previous standbys and lags, and no "warm-up
-held in the last generation" role. The rest of Kafka's file after
-``shouldHandleOddNumberOfClientsWithStandbyTasks`` is not ported yet.
+held in the last generation" role. Reported offsets (cold starts) become lags:
+an offset ``o`` of a task whose changelogs end at ``END`` is a lag of ``END - o``.
 """
 
 from __future__ import annotations
@@ -37,19 +37,42 @@ import pytest
 import stickyflow
 from tests.test_port_kafka_streams_util import solve
 
+def _has_kip1071() -> bool:
+    return "kip1071" in stickyflow.available_assignors("streams")
+
+
 KAFKA = "kafka"     # Kafka's assertion: kip1071 must show it
 SPEC = "spec"       # forced by the spec as well: kip1071 and optimal
 
 
-def proc(name, members=1, active=(), standby=()):
-    return dict(name=name, members=members, active=list(active), standby=list(standby))
+def proc(name, members=1, active=(), standby=(), offsets=None):
+    """A process: ``members`` threads, previous tasks, and Kafka's reported offsets per task (``offsets``)."""
+    return dict(name=name, members=members, active=list(active), standby=list(standby), offsets=offsets or {})
 
 
-def doc(sizes, processes, *, stateful=False, standbys=0):
-    """``sizes``: tasks per subtopology (Kafka's TopologyDescriber), subtopologies numbered 0, 1, ..."""
-    tasks = [{"id": f"{s}_{p}", "stateful": stateful} for s, n in enumerate(sizes) for p in range(n)]
-    clients = [{"process_id": p["name"], "threads": p["members"], "previous_active": p["active"],
-                "previous_standby": p["standby"]} for p in processes]
+END = 1_000_000  # end offset sum of every task where a scenario reports offsets
+
+
+def doc(sizes, processes, *, stateful=False, standbys=0, stateful_subs=None):
+    """``sizes``: tasks per subtopology (Kafka's TopologyDescriber), subtopologies numbered 0, 1, ...;
+    ``stateful_subs``: which are stateful when the topology is mixed. A reported offset ``o`` is a lag of
+    ``END - o``; with offsets anywhere, every stateful task has ``end_offset_sum`` END."""
+    with_offsets = any(p["offsets"] for p in processes)
+    tasks = []
+    for s, n in enumerate(sizes):
+        sf = stateful if stateful_subs is None else s in stateful_subs
+        for p in range(n):
+            t = {"id": f"{s}_{p}", "stateful": sf}
+            if sf and with_offsets:
+                t["end_offset_sum"] = END
+            tasks.append(t)
+    clients = []
+    for p in processes:
+        d = {"process_id": p["name"], "threads": p["members"], "previous_active": p["active"],
+             "previous_standby": p["standby"]}
+        if p["offsets"]:
+            d["lags"] = {t: END - o for t, o in p["offsets"].items()}
+        clients.append(d)
     return {"format": "stickyflow.snapshot/1", "kind": "streams", "tasks": tasks, "clients": clients,
             "config": {"num_standby_replicas": standbys, "acceptable_recovery_lag": 0}}
 
@@ -211,19 +234,144 @@ CASES = {
          (SPEC, lambda r: 0 < sum(len(sby(r, f"process{i}")) for i in range(5)) <= 200)]),
 }
 
+def _sub_counts(r, name, sub):
+    return sum(1 for t in act(r, name) if t.startswith(f"{sub}_"))
+
+
+CASES.update({
+    "shouldHandleOddNumberOfClientsWithStandbyTasks": (
+        doc([14], [proc(f"process{i}") for i in range(7)], stateful=True, standbys=1),
+        [(SPEC, lambda r: all(len(act(r, f"process{i}")) == 2 for i in range(7))),
+         (SPEC, lambda r: set().union(*(sby(r, f"process{i}") for i in range(7))) == ids(0, *range(14)))]),
+    "shouldHandleHighStandbyReplicaCount": (
+        doc([6], [proc(f"process{i}") for i in range(3)], stateful=True, standbys=5),
+        [(SPEC, lambda r: set().union(*(act(r, f"process{i}") for i in range(3))) == ids(0, *range(6))),
+         (SPEC, lambda r: 0 < sum(len(sby(r, f"process{i}")) for i in range(3)) <= 12)]),
+    "shouldHandleLargeNumberOfSubtopologiesWithStandbyTasks": (
+        doc([5] * 10, [proc(f"process{i}") for i in range(4)], stateful=True, standbys=1),
+        [(SPEC, lambda r: {t.split("_")[0] for i in range(4) for t in act(r, f"process{i}")} == {str(s) for s in range(10)}),
+         (SPEC, lambda r: {t.split("_")[0] for i in range(4) for t in sby(r, f"process{i}")} == {str(s) for s in range(10)})]),
+    "shouldHandleEdgeCaseWithSingleClientAndMultipleStandbyReplicas": (
+        doc([10], [proc("process1")], stateful=True, standbys=3),
+        [(SPEC, lambda r: len(act(r, "process1")) == 10 and not sby(r, "process1"))]),
+    "shouldHandleEdgeCaseWithMoreStandbyReplicasThanAvailableClients": (
+        doc([4], [proc("process0"), proc("process1")], stateful=True, standbys=5),
+        [(SPEC, lambda r: (act(r, "process0") | act(r, "process1")) == ids(0, 0, 1, 2, 3)),
+         (SPEC, lambda r: (sby(r, "process0") | sby(r, "process1")) == ids(0, 0, 1, 2, 3))]),
+    "shouldReassignTasksWhenNewNodeJoinsWithExistingActiveAndStandbyAssignments": (
+        doc([4], [proc("process1", active=["0_0", "0_1"], standby=["0_2", "0_3"]),
+                  proc("process2", active=["0_2", "0_3"], standby=["0_0", "0_1"]), proc("process3")],
+            stateful=True, standbys=1),
+        [(SPEC, lambda r: set().union(*(act(r, f"process{i}") for i in (1, 2, 3))) == ids(0, 0, 1, 2, 3)),
+         (SPEC, lambda r: set().union(*(sby(r, f"process{i}") for i in (1, 2, 3))) == ids(0, 0, 1, 2, 3)),
+         (SPEC, lambda r: all(1 <= len(act(r, f"process{i}")) <= 2 and len(act(r, f"process{i}") | sby(r, f"process{i}")) <= 3
+                              for i in (1, 2, 3)))]),
+    "shouldRangeAssignTasksWhenScalingUp": (
+        doc([2, 2], [proc("process1", active=["0_0", "0_1", "1_0", "1_1"]), proc("process2")], stateful=True, standbys=1),
+        [(SPEC, lambda r: len(act(r, "process1")) == 2 and len(act(r, "process2")) == 2),
+         (KAFKA, lambda r: all(_sub_counts(r, p, s) == 1 for p in ("process1", "process2") for s in (0, 1))),
+         (KAFKA, lambda r: all(sum(t.startswith(f"{s}_") for t in sby(r, p)) == 1
+                               for p in ("process1", "process2") for s in (0, 1)))]),
+    "shouldRangeAssignTasksWhenStartingEmpty": (
+        doc([2, 2], [proc("process1"), proc("process2")], stateful=True, standbys=1),
+        [(SPEC, lambda r: len(act(r, "process1")) == 2 and len(act(r, "process2")) == 2),
+         (KAFKA, lambda r: all(_sub_counts(r, p, s) == 1 for p in ("process1", "process2") for s in (0, 1)))]),
+    "shouldAssignStandbyTaskToPreviousOwnerBasedOnBelowQuotaCondition": (
+        doc([2], [proc("process1", active=["0_0"], standby=["0_1"]), proc("process2", active=["0_1"]), proc("process3")],
+            stateful=True, standbys=1),
+        [(SPEC, lambda r: "0_0" in act(r, "process1") and "0_1" in sby(r, "process1")),
+         (SPEC, lambda r: len(act(r, "process1") | sby(r, "process1")) <= 2)]),
+    "shouldAssignStandbyToPreviousStandbyThatDoesNotHoldTheActiveTask": (
+        doc([3], [proc("process1", standby=["0_2"]), proc("process2", active=["0_0"], standby=["0_2"]),
+                  proc("process3", active=["0_1"]), proc("process4")], stateful=True, standbys=1),
+        [(KAFKA, lambda r: [act(r, f"process{i}") for i in (1, 2, 3, 4)] == [{"0_2"}, {"0_0"}, {"0_1"}, set()]),
+         (SPEC, lambda r: act(r, "process2") == {"0_0"} and act(r, "process3") == {"0_1"}),
+         (SPEC, lambda r: sby(r, "process2") == {"0_2"}),
+         (KAFKA, lambda r: "0_1" not in sby(r, "process3") and bool(sby(r, "process4")))]),
+    "shouldAssignTasksToMembersReportingTaskOffsetsOnColdStart": (
+        doc([4], [proc("process1", offsets={"0_0": 100, "0_1": 100}), proc("process2", offsets={"0_2": 100, "0_3": 100})],
+            stateful=True),
+        [(SPEC, lambda r: act(r, "process1") == ids(0, 0, 1) and act(r, "process2") == ids(0, 2, 3))]),
+    "shouldAssignTasksToProcessesReportingTaskOffsetsOnColdStartWithMultipleMembersPerProcess": (
+        doc([4], [proc("process1", 2, offsets={"0_0": 100, "0_1": 100}),
+                  proc("process2", 2, offsets={"0_2": 100, "0_3": 100})], stateful=True),
+        [(SPEC, lambda r: act(r, "process1") == ids(0, 0, 1) and act(r, "process2") == ids(0, 2, 3))]),
+    "shouldRankCurrentOwnersAheadOfReportedTaskOffsetsAndMostCaughtUpFirst": (
+        doc([4], [proc("process1", active=["0_0"]), proc("process2", standby=["0_0", "0_1"]),
+                  proc("process3", offsets={"0_0": END, "0_1": END, "0_2": 100}), proc("process4", offsets={"0_2": 50})],
+            stateful=True),
+        [(KAFKA, lambda r: [act(r, f"process{i}") for i in (1, 2, 3, 4)] == [{"0_0"}, {"0_1"}, {"0_2"}, {"0_3"}]),
+         # the spec ranks by lag first: process3 reports 0_1 fully caught up (lag 0), so 0_1 runs there
+         (SPEC, lambda r: act(r, "process1") == {"0_0"})]),
+    "shouldAssignStandbysAwayFromProcessHoldingStateOnColdStart": (
+        doc([2], [proc("process1", offsets={"0_0": 100}), proc("process2", offsets={"0_1": 100})], stateful=True, standbys=1),
+        [(SPEC, lambda r: act(r, "process1") == {"0_0"} and act(r, "process2") == {"0_1"}),
+         (SPEC, lambda r: sby(r, "process1") == {"0_1"} and sby(r, "process2") == {"0_0"})]),
+    "shouldBalanceStatefulAndStatelessActiveTasksIndependently": (
+        doc([4, 4], [proc("process1"), proc("process2"), proc("process3")], stateful_subs={0}),
+        [(SPEC, lambda r: sorted(_sub_counts(r, f"process{i}", 0) for i in (1, 2, 3)) == [1, 1, 2]),
+         (KAFKA, lambda r: sorted(_sub_counts(r, f"process{i}", 1) for i in (1, 2, 3)) == [1, 1, 2]),
+         (SPEC, lambda r: set().union(*(act(r, f"process{i}") for i in (1, 2, 3))) == ids(0, 0, 1, 2, 3) | ids(1, 0, 1, 2, 3))]),
+    "shouldKeepEachFlavorStickyOnlyWithinItsOwnQuotaWhenScalingUp": (
+        doc([4, 4], [proc("process1", active=sorted(ids(1, 0, 1, 2, 3))), proc("process2", active=sorted(ids(0, 0, 1, 2, 3))),
+                     proc("process3")], stateful_subs={0}),
+        [(SPEC, lambda r: _sub_counts(r, "process2", 0) == 2 and _sub_counts(r, "process1", 0) == 1
+          and _sub_counts(r, "process3", 0) == 1),
+         (SPEC, lambda r: _sub_counts(r, "process1", 1) == 2),
+         (KAFKA, lambda r: act(r, "process2") & ids(0, 0, 1, 2, 3) == ids(0, 0, 1) and act(r, "process1") & ids(1, 0, 1, 2, 3)
+          == ids(1, 0, 1) and act(r, "process2") & ids(1, 0, 1, 2, 3) == ids(1, 3) and act(r, "process3") & ids(1, 0, 1, 2, 3)
+          == ids(1, 2))]),
+    "shouldNotLetStatefulAndStatelessQuotasAddUpBeyondTheActiveQuota": (
+        doc([3, 3], [proc("process1", active=sorted(ids(0, 0, 1, 2) | ids(1, 0, 1, 2))), proc("process2")],
+            stateful_subs={0}),
+        [(SPEC, lambda r: len(act(r, "process1")) == 3 and len(act(r, "process2")) == 3),
+         (KAFKA, lambda r: act(r, "process1") == ids(0, 0, 1) | ids(1, 0) and act(r, "process2") == ids(0, 2) | ids(1, 1, 2))]),
+    "shouldBalanceBothFlavorsAcrossMembersOfProcessesWithDifferentCapacity": (
+        doc([3, 3], [proc("process1", 2), proc("process2")], stateful_subs={0}),
+        [(SPEC, lambda r: [_sub_counts(r, "process1", s) for s in (0, 1)] == [2, 2]
+          and [_sub_counts(r, "process2", s) for s in (0, 1)] == [1, 1])]),
+})
+
+
+@pytest.mark.parametrize("assignor", [pytest.param("kip1071", marks=pytest.mark.skipif(
+    not _has_kip1071(), reason="no kip1071 assignor registered")), "optimal"])
+@pytest.mark.parametrize("standbys", [0, 1])
+def test_kafka_StickyTaskAssignorTest_shouldReturnItsOwnOutputWhenReassigningWithUnchangedMembers(assignor, standbys):
+    """Solve, hand the answer back as everyone's previous tasks, solve again: the same answer."""
+    first_doc = doc([7, 5], [proc("process1"), proc("process2"), proc("process3")], stateful_subs={0},
+                    standbys=standbys)
+    snap, first = _solve(first_doc, assignor)
+    again = dict(first_doc, clients=[dict(c, previous_active=list(first.assignment[c["process_id"]].active),
+                                          previous_standby=list(first.assignment[c["process_id"]].standby))
+                                     for c in first_doc["clients"]])
+    snap, second = _solve(again, assignor)
+    assert {p: a.to_json() for p, a in first.assignment.items()} == {p: a.to_json() for p, a in second.assignment.items()}
+
+
 # where the optimizer does not (yet) show what the spec forces; strict=False: may pass
 OPTIMAL_XFAIL: dict[str, str] = {}
 
 
+def _solve(d, assignor):
+    """``optimal``: the one checker (every rule). ``kip1071`` keeps none of KIP-441's three high-availability
+    rules by design (see ``stickyflow.kip1071``): KIP-924's validation, every task active once, the standbys."""
+    if assignor != "kip1071":
+        return solve(d, assignor)
+    snap = stickyflow.parse_snapshot(d)
+    r = stickyflow.assign(snap, assignor)
+    assert r.error == "NONE"
+    actives = sorted(t for a in r.assignment.values() for t in a.active)
+    assert actives == sorted(t.id for t in snap.tasks)
+    want = snap.standbys_per_task()
+    assert all(sum(t.id in a.standby for a in r.assignment.values()) == want for t in snap.stateful_tasks)
+    return snap, r
+
+
 def _check(name, assignor):
     d, checks = CASES[name]
-    snap, r = solve(d, assignor)
+    snap, r = _solve(d, assignor)
     failed = [i for i, (who, check) in enumerate(checks) if (who == SPEC or assignor == "kip1071") and not check(r)]
     assert not failed, (name, assignor, failed, {p: a.to_json() for p, a in r.assignment.items()})
-
-
-def _has_kip1071() -> bool:
-    return "kip1071" in stickyflow.available_assignors("streams")
 
 
 @pytest.mark.skipif(not _has_kip1071(), reason="no kip1071 assignor registered")
