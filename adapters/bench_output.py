@@ -1,0 +1,163 @@
+"""What the bench writes: the environment it ran in, Markdown tables (time, memory) and the PNG plot."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from .bench_config import EVENTS
+from .bench_suite import _fmt_s
+
+__all__ = ["environment", "markdown_table", "plot"]
+
+# --------------------------------------------------------------------------- outputs
+
+def environment() -> dict[str, Any]:
+    """Where the numbers come from: machine, Python and library versions."""
+    import importlib.metadata as md
+
+    versions = {}
+    for pkg in ("stickyflow", "numpy", "ortools", "orjson", "kafka-python"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            versions[pkg] = None
+    cpu = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpu": cpu,
+            "cpus": os.cpu_count(), "versions": versions,
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def markdown_table(records: Sequence[dict[str, Any]], assignors: Sequence[str], *, what: str = "time") -> str:
+    """One row per case, one column per assignor.
+
+    ``what="time"``: median wall time and moves (plus imbalance when not the most
+    balanced, cross-rack reads when racks are on); ``what="memory"``: peak
+    resident memory of the run, and in brackets what it added to the input.
+    """
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        cases.setdefault(r["case"], []).append(r)
+    present = [a for a in assignors if any(r["assignor"] == a and r.get("status") != "skipped" for r in records)]
+    head = "| case | least moves (or cost) | " + " | ".join(present) + " |"
+    lines = [head, "|" + "---|" * (2 + len(present))]
+    for name, recs in cases.items():
+        r0 = recs[0]
+        unit = " tasks" if r0["kind"] == "streams" else ""
+        racks = f", {r0['racks']} racks" if r0.get("racks") else ""
+        label = f"{r0['kind']} {r0['size']:,}{unit} x {r0['members']:,}, {r0['event']}, {r0['subscriptions']}{racks}"
+        opt = next((r for r in recs if r["assignor"] == "optimal"), {})
+        bound = "-"
+        if r0.get("bound_moves") is not None:
+            bound = f"{r0['bound_moves']:,}"
+        elif opt.get("status") == "optimal":  # the proven optimum: moves, or the cost when racks count too
+            bound = f"{opt['moves']:,}" if not opt.get("cross_rack") and not r0.get("racks") else f"cost {opt['cost']:,}"
+        cells = []
+        for a in present:
+            r = next((x for x in recs if x["assignor"] == a), None)
+            cells.append(_cell(r) if what == "time" else _mem_cell(r))
+        lines.append(f"| {label} | {bound} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _mem_cell(r: dict[str, Any] | None) -> str:
+    if r is None or r.get("peak_mib") is None:
+        return "" if r is None else {"skipped": "n/a"}.get(r.get("status"), r.get("status") or "")
+    return f"{r['peak_mib']:,.0f} ({r['extra_mib']:,.0f})"
+
+
+def _cell(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return ""
+    st = r.get("status")
+    if st == "skipped":
+        return "n/a"
+    if st == "timeout":
+        return "timeout"
+    if st == "error" or r.get("error"):
+        return "error"
+    out = f"{_fmt_s(r['wall_s'])}, {r['moves']:,} mv"
+    if r.get("gap_sumsq"):
+        out += f", imb {r['imbalance']}"
+    if r.get("cross_rack"):
+        out += f", {r['cross_rack']:,} xr"
+    return out
+
+
+def _short_n(n: int) -> str:
+    return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (
+        f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n))
+
+
+def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]) -> Path | None:
+    """Median wall time (ms) against size, one panel per (kind, subscriptions, event), one line per assignor
+    (no racks). A panel with a single size is a bar per assignor instead of a one-point line; log axes only
+    where the values span enough, with plain tick labels (ms)."""
+    try:
+        from .report_base import _color, _from_zero, _log_axis, _marker, _pyplot
+        plt = _pyplot()
+    except Exception:  # noqa: BLE001 - no matplotlib: no plot
+        return None
+    panels = sorted({(r["kind"], r["subscriptions"], r["event"]) for r in records},
+                    key=lambda k: (k[0], k[1], EVENTS.index(k[2]) if k[2] in EVENTS else 9))
+    if not panels:
+        return None
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
+    for ax, (kind, subs, event) in zip(axes.flat, panels):
+        mine = [r for r in records if (r["kind"], r["subscriptions"], r["event"]) == (kind, subs, event)
+                and r.get("wall_s") is not None and not r.get("error") and not r.get("racks")]
+        sizes = sorted({(r["size"], r["members"]) for r in mine})
+        unit = "tasks x clients" if kind == "streams" else "partitions x members"
+        ax.set_title(f"{kind}: {subs} subscriptions, {event}" if kind == "consumer" else f"{kind}: {subs}, {event}",
+                     fontsize=10)
+        ax.set_ylabel("wall time per solve (ms, median)")
+        ax.grid(True, alpha=0.3)
+        if len(sizes) == 1:
+            names = [a for a in assignors if any(r["assignor"] == a for r in mine)]
+            ms = [1000 * next(r["wall_s"] for r in mine if r["assignor"] == a) for a in names]
+            ax.bar(range(len(names)), ms, color=[_color(a) for a in names])
+            ax.set_xticks(range(len(names)), names, rotation=30, fontsize=8, ha="right")
+            p, m = sizes[0]
+            ax.set_xlabel(f"assignor ({unit}: {_short_n(p)} x {_short_n(m)})")
+            if ms and min(ms) > 0 and max(ms) >= 30 * min(ms):
+                _log_axis(ax, "y")
+            else:
+                _from_zero(ax, ms)
+            continue
+        ys: list[float] = []
+        for a in assignors:
+            pts = sorted((r["size"] * r["members"], 1000 * r["wall_s"]) for r in mine if r["assignor"] == a)
+            if not pts:
+                continue
+            ys += [p[1] for p in pts]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=_marker(a), color=_color(a), label=a,
+                    linestyle="--" if a.startswith("kp-") else "-")
+        ax.set_xscale("log")
+        ax.set_xticks([p * m for p, m in sizes], [f"{_short_n(p)}x{_short_n(m)}" for p, m in sizes],
+                      rotation=30, fontsize=7)
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+        ax.set_xlabel(unit)
+        if ys and min(ys) > 0 and max(ys) >= 30 * min(ys):
+            _log_axis(ax, "y")
+        else:
+            _from_zero(ax, ys)
+        if len(ax.get_legend_handles_labels()[1]) > 1:
+            ax.legend(fontsize=7, title="assignor", title_fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
