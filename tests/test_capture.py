@@ -494,3 +494,10 @@ def test_kafka_AssignmentInfoTest_shouldDecodeDefaultNextRebalanceTime():
 def test_kafka_AssignmentInfoTest_shouldEncodeAndDecodeSmallerCommonlySupportedVersion():
     got = dec.decode_streams_assignment(dec.encode_streams_assignment(version=11, commonly_supported_version=9))
     assert (got["version"], got["commonly_supported_version"]) == (11, 9)
+
+
+@pytest.mark.parametrize("command", ["decode", "capture"])
+def test_help(command, capsys):
+    assert run([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert f"stickyflow {command}" in out and ("KIND" in out if command == "decode" else "--bootstrap" in out)

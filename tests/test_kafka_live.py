@@ -19,14 +19,19 @@ exactly that, with stand-in binaries, on every platform.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
+import threading
+import time
 from collections import defaultdict
 
 import pytest
 
 pytest.importorskip("kafka", reason="kafka-python is not installed")
+
+import stickyflow  # noqa: E402
 
 from tests import kafka_coordinator as kc  # noqa: E402
 from tests.kafka_coordinator import Coordinator, CoordinatorFailed, CoordinatorUnavailable, Group  # noqa: E402
@@ -269,12 +274,10 @@ class Members:
     def __init__(self, bootstrap: str, group: str):
         self.bootstrap, self.group = bootstrap, group
         self.consumers: dict[str, object] = {}
-        self._stop = __import__("threading").Event()
+        self._stop = threading.Event()
         self._threads = []
 
     def start(self, name: str, topics, assignor, **extra) -> None:
-        import threading
-
         from kafka import KafkaConsumer
 
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=name,
@@ -306,8 +309,6 @@ class Members:
         return out
 
     def wait_settled(self, partitions: int, timeout: float = 40, quiet: float = 1.5) -> dict:
-        import time
-
         deadline, last, since = time.monotonic() + timeout, None, None
         while time.monotonic() < deadline:
             owned = self.owned()
@@ -331,9 +332,6 @@ class Members:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=15)
-
-
-import json  # noqa: E402
 
 
 def _capture_cli(args, capsys):
@@ -372,7 +370,7 @@ def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
     assert "group 'no-such-group': no members" in err and "captured 1 of 2 groups" in err
     assert "group 'capture-consumers': current imbalance=" in err and "optimal moves=" in err
     doc = json.loads(out.read_text())
-    snap = __import__("stickyflow").parse_snapshot(doc)
+    snap = stickyflow.parse_snapshot(doc)
     assert doc["kind"] == "consumer" and doc["id"] == "capture-consumers"
     assert doc["topics"] == {t: {"partitions": n} for t, n in CAPTURE_TOPICS.items()}
     assert set(ids) == {m["id"] for m in doc["members"]}
@@ -484,7 +482,7 @@ def test_capture_a_live_streams_application(describing_broker, tmp_path, capsys)
     assert (c2["process_id"], c2["threads"], c2.get("rack"), c2["tags"]) == (p2, 1, None, {"zone": "z2"})
     assert (c1["previous_active"], c1["previous_standby"]) == (["0_0"], ["0_1"])
     assert c1["lags"] == {"0_0": -2, "0_1": 2} and c2["lags"] == {"0_0": 3, "0_1": -2}
-    assert __import__("stickyflow").assign(__import__("stickyflow").parse_snapshot(doc), "optimal").error == "NONE"
+    assert stickyflow.assign(stickyflow.parse_snapshot(doc), "optimal").error == "NONE"
     # without the topology: the tasks members report, lags relative to the most caught-up client, said in the id
     code, out, err = relative
     assert code == 0, err
