@@ -340,8 +340,9 @@ def _consumer_doc(gid: str, subs: list, cluster: Any, notes: list[str]) -> dict[
         instance = getattr(m, "group_instance_id", None)
         if instance:
             member["instance_id"] = instance
-        if a is not None and a["assigned_partitions"]:
-            member["owned"] = _partitions(a["assigned_partitions"])
+        if a is not None:  # the current assignment, even an empty one, is what it holds now
+            if a["assigned_partitions"]:
+                member["owned"] = _partitions(a["assigned_partitions"])
         else:
             owned, generation = _partitions(s.get("owned_partitions", ())), s.get("generation_id", -1)
             extra = decode_user_data(s["user_data"]) if s["user_data"] else None
@@ -377,6 +378,9 @@ def _streams_doc(gid: str, subs: list, cluster: Any, topology: Sequence[Subtopol
     seen_tasks: set[str] = set()
     for i, (m, s, a) in enumerate(subs):
         info = decode_user_data(s["user_data"], "streams-subscription")
+        if info is None:
+            raise DecodeError(Problem(f"members[{i}] ({m.member_id!r}).user_data",
+                                      "is empty: a Kafka Streams member sends its SubscriptionInfo there"))
         if info.get("unreadable"):
             raise DecodeError(Problem(f"members[{i}].user_data.version",
                                       f"{info['version']} is newer than this reader knows"))

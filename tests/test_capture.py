@@ -501,3 +501,18 @@ def test_help(command, capsys):
     assert run([command, "--help"]) == 0
     out = capsys.readouterr().out
     assert f"stickyflow {command}" in out and ("KIND" in out if command == "decode" else "--bootstrap" in out)
+
+
+def test_an_empty_current_assignment_is_what_the_member_holds():
+    """In a stable group a member with an empty assignment owns nothing now, whatever it claimed when it joined."""
+    desc = group("g", [member("m1", dec.encode_consumer_subscription(["a"], owned_partitions={"a": [0]}, generation_id=3),
+                              dec.encode_consumer_assignment({})),
+                       member("m2", dec.encode_consumer_subscription(["a"]), dec.encode_consumer_assignment({"a": [0]}))])
+    doc = snapshot_from_description(desc, FakeCluster({"a": 1})).snapshot
+    assert [m.get("owned") for m in doc["members"]] == [None, {"a": [0]}]
+
+
+def test_a_streams_member_without_subscription_info_is_a_group_error():
+    desc = group("app", [member("m", dec.encode_consumer_subscription(["orders"]))], protocol="stream")
+    got = snapshot_from_description(desc, FakeCluster({"orders": 1}))
+    assert got.snapshot is None and "members[0] ('m').user_data: is empty" in got.error
