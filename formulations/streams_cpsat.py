@@ -257,6 +257,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     proven = True
     cost_bound = None
     stage_status = []
+    det_used = 0.0
     kept_values: list[bool] = []
     kept_excess: list[int] = []
     vars_all = x + s + list(w.values()) + [zv for zv, _ in z.values()]
@@ -266,7 +267,10 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         if isinstance(expr, int):
             stage_status.append((name, "constant"))
             continue
-        remaining = max(0.0, limit - (time.perf_counter() - started))
+        if deterministic:  # count deterministic time only, so that every run stops at the same point
+            remaining = max(0.0, limit - det_used)
+        else:
+            remaining = max(0.0, limit - (time.perf_counter() - started))
         if status is not None and remaining <= 1e-3:
             proven = False
             break
@@ -280,6 +284,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             p.max_time_in_seconds = max(remaining, 1e-3)
         cm.minimize(expr)
         st = solver.solve(cm)
+        det_used += float(solver.response_proto.deterministic_time)
         stage_status.append((name, solver.status_name(st)))
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             if status is None:

@@ -52,7 +52,8 @@ def gen(scenario, seed, **kw):
 def test_shared_examples(path, method):
     snap = stickyflow.parse_snapshot(json.loads(Path(path).read_text()))
     r = solve(snap, method=method, time_limit=10)
-    assert r.solver.status == "optimal"
+    # CP-SAT proves the optimum of these small examples; the flow alone may leave a gap to its bound
+    assert r.solver.status == "optimal" or (method == "flow" and r.solver.status == "feasible")
     assert r.solver.method == (method or r.solver.method)
 
 
