@@ -163,7 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(str(exc))
         return EXIT_BAD_INPUT
     except InvalidSnapshotError as exc:
-        say(describe(exc, paths=getattr(args, "cli_paths", ()), arguments=getattr(args, "cli_arguments", ())))
+        say(describe(exc, paths=getattr(args, "cli_paths", ()), arguments=getattr(args, "cli_arguments", ()),
+                     options=getattr(args, "cli_options", ())))
         return EXIT_BAD_INPUT
     except UnknownAssignorError as exc:
         say(_assignor_line(args, exc))

@@ -3,8 +3,10 @@
 ``INPUT`` is a folder of JSON files, a JSON Lines file, or a Parquet dataset
 with the JSON text in a column (``--column``, default ``snapshot``). Progress
 goes to standard error; a bad snapshot becomes a row with its error and the
-job goes on (exit 0). Exit 2 when INPUT is missing or an assignor name is
-unknown, 1 when Spark itself fails. Re-running replaces OUTPUT whole.
+job goes on (exit 0). Exit 2, with one line naming it, when INPUT is
+missing, OUTPUT cannot be written, an assignor name is unknown or an
+option's value is bad (all checked before Spark starts); 1 when Spark itself
+fails. Re-running replaces OUTPUT whole.
 
     stickyflow batch snapshots.jsonl results.parquet --assignors optimal,sticky --master local[2]
 """
@@ -13,6 +15,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+from .cli_input import (assignor_names, existing_path, int_at_least, key_value, local_path, master_url,
+                        output_location, seconds)
 
 __all__ = ["add_parser"]
 
@@ -26,38 +31,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     b.add_argument("input", metavar="INPUT", help="folder of .json files, a .jsonl file, or a Parquet dataset")
     b.add_argument("output", metavar="OUTPUT", help="Parquet dataset to write (replaced if it exists)")
     b.add_argument("--assignors", default="optimal,sticky",
-                   help="comma-separated assignor names (default: optimal,sticky)")
-    b.add_argument("--master", default=None, help="Spark master URL (default: local[*])")
+                   help="comma-separated assignor names or module:function (default: optimal,sticky)")
+    b.add_argument("--master", type=master_url, default=None,
+                   help="Spark master URL, e.g. local[2] or spark://host:7077 (default: local[*])")
     b.add_argument("--format", choices=("json", "jsonl", "parquet"), default=None,
                    help="input format (default: from the path)")
     b.add_argument("--column", default="snapshot", help="Parquet input: the column with the JSON text")
-    b.add_argument("--partitions", type=int, default=None, metavar="N",
+    b.add_argument("--partitions", type=int_at_least(1), default=None, metavar="N",
                    help="solve tasks (default: 4 per core)")
     b.add_argument("--strategy", choices=("arrow", "pandas"), default="arrow",
                    help="arrow: mapInArrow (default); pandas: groupBy().applyInPandas")
-    b.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="solver time limit per snapshot")
-    b.add_argument("--seed", type=int, default=0, help="solver seed (CP-SAT)")
-    b.add_argument("--workers", type=int, default=1, help="solver threads per task (CP-SAT; default 1)")
+    b.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
+                   help="solver time limit per snapshot")
+    b.add_argument("--seed", type=int_at_least(0), default=0, help="solver seed (CP-SAT; default 0)")
+    b.add_argument("--workers", type=int_at_least(1), default=1, help="solver threads per task (CP-SAT; default 1)")
     b.add_argument("--include-result", action="store_true", help="add a 'result' column with the whole result JSON")
-    b.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
+    b.add_argument("--conf", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Spark setting (repeatable)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    b.set_defaults(func=_cmd_batch)
+    b.set_defaults(func=_cmd_batch, cli_paths=("INPUT",), cli_assignor_option="--assignors")
     return b
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
-    from stickyflow.errors import InvalidSnapshotError, Problem
-
-    conf = {}
-    for item in args.conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidSnapshotError(Problem("--conf", f"must be KEY=VALUE, not {item!r}"))
-        conf[key.strip()] = value
-    if args.partitions is not None and args.partitions < 1:
-        raise InvalidSnapshotError(Problem("--partitions", "must be an integer >= 1"))
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise InvalidSnapshotError(Problem("--time-limit", "must be a number of seconds > 0"))
+    local = local_path(args.input)
+    if local is not None:
+        existing_path(local, kind="file or folder (INPUT)")
+    output_location(args.output)
+    assignor_names(args.assignors, "--assignors")
+    conf = dict(args.conf)
 
     from stickyflow.adapters.spark import run_batch
 

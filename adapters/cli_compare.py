@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .cli_input import int_at_least, master_url, seconds
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -34,41 +36,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="comma-separated: registered names (stickyflow assignors), kp-sticky, kp-range, "
                         "kp-roundrobin (kafka-python's), or module:function (default optimal,sticky,range,roundrobin)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output folder (created; files replaced)")
-    p.add_argument("--master", default=None, help="Spark master URL (runs on Spark), e.g. local[2]")
+    p.add_argument("--master", type=master_url, default=None, help="Spark master URL (runs on Spark), e.g. local[2]")
     p.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                    help="spark, local (this process) or auto: Spark when --master is given (default)")
-    p.add_argument("--count", type=int, default=None, metavar="N",
+    p.add_argument("--count", type=int_at_least(1), default=None, metavar="N",
                    help="snapshots per suite (default: each suite's own count)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="suite seed (default 0)")
-    p.add_argument("--rounds", type=int, default=30, metavar="R",
+    p.add_argument("--seed", type=int_at_least(0), default=0, metavar="S", help="suite seed (default 0)")
+    p.add_argument("--rounds", type=int_at_least(1), default=30, metavar="R",
                    help="most rebalances played per snapshot to converge (default 30)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="solver time limit per solve")
-    p.add_argument("--partitions", type=int, default=None, metavar="N", help="Spark tasks (default 4 per core)")
-    p.add_argument("--pareto-count", type=int, default=12, metavar="N",
+    p.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS", help="solver time limit per solve")
+    p.add_argument("--partitions", type=int_at_least(1), default=None, metavar="N", help="Spark tasks (default 4 per core)")
+    p.add_argument("--pareto-count", type=int_at_least(0), default=12, metavar="N",
                    help="rack-aware snapshots of each kind in the Pareto sweep (default 12; 0: none)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, cli_arguments=("SOURCE",), cli_assignor_option="--assignors")
     return p
 
 
-def _bad(field: str, rule: str) -> int:
-    print(f"{PREFIX}: {field}: {rule}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def run(args: argparse.Namespace) -> int:
-    from stickyflow.errors import BackendMissingError, InvalidSnapshotError, UnknownAssignorError
-
-    if args.count is not None and args.count < 1:
-        return _bad("--count", "must be an integer >= 1")
-    if args.rounds < 1:
-        return _bad("--rounds", "must be an integer >= 1")
-    if args.time_limit is not None and not args.time_limit > 0:
-        return _bad("--time-limit", "must be a number of seconds > 0")
-    if args.partitions is not None and args.partitions < 1:
-        return _bad("--partitions", "must be an integer >= 1")
-    if args.pareto_count < 0:
-        return _bad("--pareto-count", "must be an integer >= 0")
+    # option values were checked while parsing; the library checks SOURCE, the assignors and OUT
     engine = args.engine
     if engine == "spark" and args.master is None:
         args.master = "local[*]"
@@ -85,12 +71,6 @@ def run(args: argparse.Namespace) -> int:
                         partitions=args.partitions, pareto_count=args.pareto_count,
                         command=["stickyflow", "compare", *sys.argv[2:]] if _from_console() else None,
                         progress=say)
-    except (InvalidSnapshotError, UnknownAssignorError) as exc:
-        print(f"{PREFIX}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except BackendMissingError as exc:
-        print(f"{PREFIX}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
     except Exception as exc:  # noqa: BLE001 - Spark's own failures: one line, not a JVM stack
         if type(exc).__module__.startswith(("py4j", "pyspark")):
             text = str(exc).strip().splitlines()

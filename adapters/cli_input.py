@@ -34,6 +34,8 @@ __all__ = [
     "positive_number",
     "int_at_least",
     "names",
+    "master_url",
+    "key_value",
     "sizes",
     "existing_path",
     "writable_dir",
@@ -107,11 +109,13 @@ def _from_argparse(prog: str, message: str) -> BadInput:
 
 # --------------------------------------------------------------------------- library errors, as one line
 
-def describe(exc: BaseException, *, paths: Iterable[str] = (), arguments: Iterable[str] = ()) -> str:
+def describe(exc: BaseException, *, paths: Iterable[str] = (), arguments: Iterable[str] = (),
+             options: Iterable[str] = ()) -> str:
     """The one line (after the command's name) for an :class:`~stickyflow.InvalidSnapshotError` raised by a
     library function on the command's behalf.
 
-    Its ``field`` tells the culprit: a field starting with ``-`` is an option; one in ``paths`` names a file
+    Its ``field`` tells the culprit: a field starting with ``-`` (or one in ``options``, written without
+    the dashes) is an option; one in ``paths`` names a file
     (the rule carries the path); one in ``arguments`` a positional argument; ``scenario...`` a scenario file;
     anything else is inside the snapshot.
     """
@@ -122,6 +126,8 @@ def describe(exc: BaseException, *, paths: Iterable[str] = (), arguments: Iterab
     rule = text[len(field) + 2:] if text.startswith(f"{field}: ") else text
     if field.startswith("-"):
         return f"option {field}: {rule}"
+    if field in set(options):
+        return f"option --{field}: {rule}"
     if field in set(paths):
         return f"path: {rule}"
     if field in set(arguments):
@@ -133,13 +139,31 @@ def describe(exc: BaseException, *, paths: Iterable[str] = (), arguments: Iterab
 
 # --------------------------------------------------------------------------- option values
 
+def master_url(text: str) -> str:
+    """A Spark master URL: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``, ``local-cluster[...]``,
+    ``spark://HOST:PORT[,HOST:PORT]``, ``yarn``, ``k8s://...`` or ``mesos://...``."""
+    if not re.fullmatch(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|"
+                        r"spark://[^\s/:]+:\d+(,[^\s/:]+:\d+)*/?|(k8s|mesos)://\S+", text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL (for example local[2], "
+                                         f"spark://host:7077, yarn)")
+    return text.strip()
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (a Spark setting)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"must be KEY=VALUE, not {text!r}")
+    return key.strip(), value
+
+
 def _number(text: str) -> float:
     try:
         x = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"must be a number, not {text!r}") from None
     if not math.isfinite(x):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
     return x
 
 
@@ -147,7 +171,7 @@ def seconds(text: str) -> float:
     """A time in seconds: a finite number > 0."""
     x = _number(text)
     if not x > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a number of seconds > 0")
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, not {text!r}")
     return x
 
 
@@ -155,7 +179,7 @@ def positive_number(text: str) -> float:
     """A finite number > 0."""
     x = _number(text)
     if not x > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a number > 0")
+        raise argparse.ArgumentTypeError(f"must be a number > 0, not {text!r}")
     return x
 
 
@@ -166,9 +190,9 @@ def int_at_least(low: int) -> Callable[[str], int]:
         try:
             n = int(text.strip().replace("_", ""))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, not {text!r}") from None
         if n < low:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be an integer >= {low}")
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, not {text!r}")
         return n
 
     parse.__name__ = f"integer >= {low}"
@@ -247,3 +271,43 @@ def writable_file(p: str) -> Path:
     if not os.access(parent, os.W_OK) or (q.exists() and not os.access(q, os.W_OK)):
         raise path(p, "cannot be written (permission denied)")
     return q
+
+
+def assignor_names(text: str, option: str, *, kind: str | None = None) -> list[str]:
+    """Comma-separated assignor names, each registered (for ``kind``, or for some kind) or ``module:function``;
+    :class:`BadInput` naming ``option`` otherwise. Checked before any work starts."""
+    from stickyflow.registry import available_assignors
+
+    items = [a.strip() for a in text.split(",") if a.strip()]
+    known = available_assignors(kind) if kind else available_assignors()
+    if not items:
+        raise BadInput(f"option {option}", f"names no assignor (known: {', '.join(sorted(known))})")
+    for name in items:
+        if name not in known and ":" not in name:
+            raise BadInput(f"option {option}", f"{name!r} is not an assignor (known: {', '.join(sorted(known))})")
+    return items
+
+
+def local_path(text: str) -> str | None:
+    """The local file-system path of ``text``, or None for a URL (``hdfs://``, ``s3a://``) that only Spark can
+    check."""
+    if text.startswith("file://"):
+        return text[len("file://"):]
+    return None if "://" in text else text
+
+
+def output_location(text: str) -> str:
+    """An output that a command replaces whole (a Parquet dataset, a folder): its parent folder must exist and
+    be writable, and it must not be an existing plain file. URLs pass unchecked."""
+    local = local_path(text)
+    if local is None:
+        return text
+    q = Path(local)
+    if q.is_file():
+        raise path(text, "is a file; the output is a folder that is replaced whole")
+    parent = q.resolve().parent
+    if not parent.is_dir():
+        raise path(text, f"its folder {os.fspath(parent)} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise path(text, "cannot be written (permission denied)")
+    return text

@@ -12,8 +12,9 @@ takes the batch's own input dataset or a bundled suite instead.
 
 Exit status: 0 when the report is written and at least one row of the batch
 was solved; 1 when the batch has no rows or no solved row (the report is
-still written and says so, and one line on stderr tells why); 2 for bad
-arguments or a batch that cannot be read.
+still written and says so, and one line on stderr tells why); 2, with one
+line naming it, for a bad option, a missing path or a batch that cannot be
+read.
 """
 
 from __future__ import annotations
@@ -21,62 +22,85 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .cli_input import BadInput, assignor_names, existing_path, int_at_least, seconds, writable_dir
+
 EXIT_OK = 0
 EXIT_NOTHING_SOLVED = 1
 EXIT_BAD_INPUT = 2
 
 
+def _ratios(text: str) -> tuple[float, ...]:
+    parse = _nonnegative
+    out = tuple(parse(x) for x in text.split(",") if x.strip())
+    if not out:
+        raise argparse.ArgumentTypeError("must be one or more numbers >= 0 separated by commas")
+    return out
+
+
+def _nonnegative(text: str) -> float:
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be numbers >= 0 separated by commas, not {text.strip()!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise argparse.ArgumentTypeError(f"must be numbers >= 0 separated by commas, not {text.strip()!r}")
+    return x
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``report`` on the ``stickyflow`` command's subparsers."""
-    p = subparsers.add_parser("report", help="tables and plots (PNG, HTML) of a batch output",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("batch", help="batch output: a Parquet dataset (or .csv / .jsonl)")
+    p = subparsers.add_parser(
+        "report", help="tables and plots (PNG, HTML) of a batch output",
+        description="Read what stickyflow batch wrote and write a summary table (CSV), plots (PNG) and one "
+                    "self-contained HTML page into a folder, with a Pareto sweep of cross-rack traffic against "
+                    "moves.")
+    p.add_argument("batch", metavar="BATCH", help="batch output: a Parquet dataset (or .csv / .jsonl)")
     p.add_argument("-o", "--output", default="report", help="output folder (default: ./report)")
     p.add_argument("--pareto-input", default=None, metavar="DATASET",
                    help="snapshots for the Pareto sweep: a dataset (folder of JSON, JSON Lines, Parquet) or "
                         "suite:NAME; default: a seeded set of rack-aware consumer groups")
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto sweep")
-    p.add_argument("--pareto-count", type=int, default=12, help="snapshots in the default sweep set (default 12)")
-    p.add_argument("--pareto-seed", type=int, default=0, help="seed of the default sweep set")
-    p.add_argument("--ratios", default=None, metavar="R,R,...",
+    p.add_argument("--pareto-count", type=int_at_least(1), default=12,
+                   help="snapshots in the default sweep set (default 12)")
+    p.add_argument("--pareto-seed", type=int_at_least(0), default=0, help="seed of the default sweep set (default 0)")
+    p.add_argument("--ratios", type=_ratios, default=None, metavar="R,R,...",
                    help="traffic_cost / non_overlap_cost values (default 0,0.1,0.5,1,2,5,10,100)")
     p.add_argument("--pareto-assignors", default="optimal,sticky,range,roundrobin",
-                   help="assignors in the sweep (default optimal,sticky,range,roundrobin; unknown ones are skipped)")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
+                   help="consumer assignors in the sweep (default optimal,sticky,range,roundrobin)")
+    p.add_argument("--time-limit", type=seconds, default=10.0, metavar="SECONDS",
                    help="time limit of each solve in the sweep (default 10)")
     p.add_argument("--title", default="stickyflow batch report", help="title of the HTML page")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, cli_paths=("batch", "BATCH"), cli_options=("pareto-input",),
+                   cli_assignor_option="--pareto-assignors")
     return p
 
 
+def _check_pareto_input(text: str) -> None:
+    if text.startswith("suite:"):
+        from stickyflow.datasets.suites import SUITES
+
+        name = text[len("suite:"):]
+        if name not in SUITES:
+            raise BadInput("option --pareto-input", f"{name!r} is not a suite (known: {', '.join(SUITES)})")
+    else:
+        existing_path(text, kind="dataset (--pareto-input)")
+
+
 def run(args: argparse.Namespace) -> int:
-    from stickyflow.errors import InvalidSnapshotError
+    existing_path(args.batch, kind="batch output")
+    writable_dir(args.output)
+    pareto_assignors = assignor_names(args.pareto_assignors, "--pareto-assignors", kind="consumer")
+    if args.pareto_input and not args.no_pareto:
+        _check_pareto_input(args.pareto_input)
 
     from .report import DEFAULT_RATIOS, write_report
 
-    try:
-        ratios = DEFAULT_RATIOS if args.ratios is None else tuple(float(x) for x in args.ratios.split(",") if x)
-    except ValueError:
-        print("stickyflow report: --ratios: must be numbers separated by commas", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if any(r < 0 for r in ratios) or not ratios:
-        print("stickyflow report: --ratios: must be one or more numbers >= 0", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if not args.time_limit > 0:
-        print("stickyflow report: --time-limit: must be a number of seconds > 0", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.pareto_count < 1:
-        print("stickyflow report: --pareto-count: must be an integer >= 1", file=sys.stderr)
-        return EXIT_BAD_INPUT
     pareto = None if args.no_pareto else (args.pareto_input or "default")
-    try:
-        rep = write_report(args.batch, args.output, pareto_input=pareto, pareto_seed=args.pareto_seed,
-                           pareto_count=args.pareto_count, ratios=ratios,
-                           pareto_assignors=[a for a in args.pareto_assignors.split(",") if a],
-                           time_limit=args.time_limit, title=args.title)
-    except InvalidSnapshotError as exc:
-        print(f"stickyflow report: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    rep = write_report(args.batch, args.output, pareto_input=pareto, pareto_seed=args.pareto_seed,
+                       pareto_count=args.pareto_count, ratios=args.ratios or DEFAULT_RATIOS,
+                       pareto_assignors=pareto_assignors, time_limit=args.time_limit, title=args.title)
     cols = ["kind", "assignor", "snapshots", "errors", "moves_total", "imbalance_max", "cross_rack_total",
             "wall_s_mean", "wall_s_max"]
     if len(rep.summary):

@@ -7,7 +7,9 @@ or ``preset:NAME[:SEED]`` (``consumer-cooperative``, ``consumer-eager``,
 ``streams-warmup``, ``streams-learner``, ``streams-standbys``). The rounds to
 converge per disturbance and per assignor go to standard output; with ``-o``,
 OUTDIR receives ``rounds.csv``, ``convergence.csv``, ``scenario.json``,
-``simulation.png`` and ``simulation.html``.
+``simulation.png`` and ``simulation.html``. Bad input (a bad option, a
+missing file, an unknown preset or assignor, a scenario that breaks its
+format) is one line on standard error and exit 2.
 """
 
 from __future__ import annotations
@@ -16,54 +18,71 @@ import argparse
 import sys
 from pathlib import Path
 
+from .cli_input import BadInput, assignor_names, existing_path, int_at_least, names, seconds, writable_dir
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
 
+READINESS = ("eager", "conservative")  # stickyflow.datasets.simulator.READINESS, without importing it for --help
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``simulate`` on the ``stickyflow`` command's subparsers."""
-    p = subparsers.add_parser("simulate", help="play a scenario over many rebalances and plot it",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("scenario", help="scenario JSON file, or preset:NAME[:SEED]")
+    p = subparsers.add_parser(
+        "simulate", help="play a scenario over many rebalances and plot it",
+        description="Play a scenario (a first snapshot and the joins, leaves and crashes that follow) over many "
+                    "rebalances for each assignor; print the rounds each needs to settle after each "
+                    "disturbance, and with -o write CSV tables, a PNG plot and an HTML page.")
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario JSON file, or preset:NAME[:SEED] (presets: "
+                   "consumer-cooperative, consumer-eager, streams-warmup, streams-learner, streams-standbys)")
     p.add_argument("-o", "--output", default=None, help="output folder for CSV, PNG and HTML")
-    p.add_argument("--assignors", default="optimal,sticky", help="comma-separated assignors (default optimal,sticky)")
-    p.add_argument("--readiness", default=None, metavar="eager,conservative",
+    p.add_argument("--assignors", default="optimal,sticky",
+                   help="comma-separated assignor names or module:function (default optimal,sticky)")
+    p.add_argument("--readiness", type=names(READINESS, what="readiness"), default=None,
+                   metavar="eager,conservative",
                    help="warm-up readiness to compare (default: the scenario's, else eager in learner mode and "
                         "conservative in warm-up mode)")
-    p.add_argument("--rounds", type=int, default=None, help="override the scenario's number of rounds")
-    p.add_argument("--seed", type=int, default=None, help="seed of a preset (same as preset:NAME:SEED)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="solver time limit per round")
+    p.add_argument("--rounds", type=int_at_least(1), default=None, help="override the scenario's number of rounds")
+    p.add_argument("--seed", type=int_at_least(0), default=None, help="seed of a preset (same as preset:NAME:SEED)")
+    p.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS", help="solver time limit per round")
     p.add_argument("--rounds-table", action="store_true", help="also print every round")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, cli_arguments=("SCENARIO", "preset"), cli_assignor_option="--assignors")
     return p
 
 
+def _preset(text: str, seed: int | None) -> tuple[str, int]:
+    """``preset:NAME[:SEED]`` as (name, seed); :class:`BadInput` naming SCENARIO when it is not one."""
+    from stickyflow.datasets.simulator import PRESETS
+
+    _, name, *rest = text.split(":")
+    if name not in PRESETS:
+        raise BadInput("argument SCENARIO", f"{name!r} is not a preset (known: {', '.join(PRESETS)})")
+    if len(rest) > 1 or (rest and not rest[0].strip().isdigit()):
+        raise BadInput("argument SCENARIO", f"{text!r} is not preset:NAME or preset:NAME:SEED (SEED an integer >= 0)")
+    return name, seed if seed is not None else int(rest[0]) if rest else 0
+
+
 def run(args: argparse.Namespace) -> int:
-    from stickyflow.datasets.simulator import READINESS, load_scenario, preset, simulate
-    from stickyflow.errors import InvalidSnapshotError, UnknownAssignorError
+    assignors = assignor_names(args.assignors, "--assignors")
+    if args.output:
+        writable_dir(args.output)
+    if args.scenario.startswith("preset:"):
+        name, seed = _preset(args.scenario, args.seed)
+    else:
+        existing_path(args.scenario, kind="scenario file")
+        if args.seed is not None:
+            raise BadInput("option --seed", "applies to preset:NAME only; a scenario file carries its own snapshot")
 
-    readiness = None
-    if args.readiness:
-        readiness = [r for r in args.readiness.split(",") if r]
-        bad = [r for r in readiness if r not in READINESS]
-        if bad:
-            print(f"stickyflow simulate: --readiness: {bad[0]!r} is not eager or conservative", file=sys.stderr)
-            return EXIT_BAD_INPUT
-    try:
-        if args.scenario.startswith("preset:") and args.seed is not None:
-            scenario = preset(args.scenario.split(":")[1], seed=args.seed)
-        else:
-            scenario = load_scenario(args.scenario)
-        if args.rounds is not None:
-            scenario = _with_rounds(scenario, args.rounds)
-        assignors = [a for a in args.assignors.split(",") if a]
-        from .compare import _warm_up
+    from stickyflow.datasets.simulator import load_scenario, preset, simulate
 
-        _warm_up(assignors)  # imports and first-call set-up are not the first round's solve time
-        sim = simulate(scenario, assignors, readiness=readiness, time_limit=args.time_limit)
-    except (InvalidSnapshotError, UnknownAssignorError) as exc:
-        print(f"stickyflow simulate: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    scenario = preset(name, seed=seed) if args.scenario.startswith("preset:") else load_scenario(args.scenario)
+    if args.rounds is not None:
+        scenario = _with_rounds(scenario, args.rounds)
+    from .compare import _warm_up
+
+    _warm_up(assignors)  # imports and first-call set-up are not the first round's solve time
+    sim = simulate(scenario, assignors, readiness=args.readiness, time_limit=args.time_limit)
     _print(sim, rounds=args.rounds_table)
     if args.output:
         from stickyflow import _jsonio
