@@ -124,36 +124,43 @@ def balanced_target(st: HAState, tasks: list[int]) -> list[int]:
     held: list[list[int]] = [[] for _ in range(st.C)]  # positions into ``tasks``, ascending
     for i in range(len(tasks)):
         held[order[i % C]].append(i)
-    threads = [float(x) for x in st.threads]  # plain floats: this loop is scalar arithmetic
-    n = [float(len(h)) for h in held]
-    order_arr = np.asarray(order, dtype=np.int64)
-    thr = np.asarray(threads)[order_arr]
+    threads = [float(x) for x in st.threads]
+    n = [len(h) for h in held]
+    rank = st.rank
+    # Kafka moves a task from s to d while s has more tasks per thread and would not end below d:
+    # (n_s - 1) / t_s >= (n_d + 1) / t_d. It stops when no pair qualifies, i.e. when the most a source
+    # keeps after giving one is below the least a destination has after taking one. Pairing the extremes
+    # (two heaps) reaches such a state in O(moves log clients) instead of passes over all pairs.
+    give = [(-(n[c] - 1) / threads[c], rank[c], c, n[c]) for c in order if n[c]]
+    take = [((n[c] + 1) / threads[c], rank[c], c, n[c]) for c in order]
+    heapq.heapify(give)
+    heapq.heapify(take)
 
-    def should_move(s: int, d: int) -> bool:
-        skew = n[s] / threads[s] - n[d] / threads[d]
-        if skew <= 0:
-            return False
-        proposed = (n[s] - 1.0) / threads[s] - (n[d] + 1.0) / threads[d]
-        return 0 <= proposed < skew
+    def top(heap):
+        while heap and heap[0][3] != n[heap[0][2]]:
+            heapq.heappop(heap)  # stale entry
+        return heap[0][2] if heap else None
 
-    moved = True
-    while moved:
-        moved = False
-        counts = np.asarray(n)[order_arr]
-        for s in order:
-            if not held[s]:
-                continue
-            # only clients lighter than s that s could feed can take a task; the set can only shrink while s gives
-            ok = (counts / thr < n[s] / threads[s]) & ((n[s] - 1.0) / threads[s] - (counts + 1.0) / thr >= 0)
-            for d in order_arr[ok].tolist():
-                if (n[s] - 1.0) / threads[s] < (n[d] + 1.0) / threads[d]:
-                    continue  # s has given enough to stay at or above d
-                while held[s] and should_move(s, d):
-                    bisect.insort(held[d], held[s].pop(0))
-                    n[s] -= 1
-                    n[d] += 1
-                    moved = True
-            counts = np.asarray(n)[order_arr]
+    while True:
+        s_, d_ = top(give), top(take)
+        if s_ is None or d_ is None:
+            break
+        if s_ == d_:  # one client at both ends: try it against the runner-up on the other side
+            e = heapq.heappop(take)
+            d2 = top(take)
+            heapq.heappush(take, e)
+            if d2 is None or (n[s_] - 1) / threads[s_] < (n[d2] + 1) / threads[d2]:
+                break
+            d_ = d2
+        if (n[s_] - 1) / threads[s_] < (n[d_] + 1) / threads[d_]:
+            break
+        bisect.insort(held[d_], held[s_].pop(0))
+        n[s_] -= 1
+        n[d_] += 1
+        for c in (s_, d_):
+            if n[c]:
+                heapq.heappush(give, (-(n[c] - 1) / threads[c], rank[c], c, n[c]))
+            heapq.heappush(take, ((n[c] + 1) / threads[c], rank[c], c, n[c]))
     out = [0] * len(tasks)
     for c in range(st.C):
         for i in held[c]:
