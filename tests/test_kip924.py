@@ -405,3 +405,26 @@ def test_a_plain_custom_function_is_held_to_kip924_only_and_builtins_to_every_ru
     with pytest.raises(stickyflow.InvalidAssignmentError) as info:
         stickyflow.assign(_tiny(), "sticky")
     assert info.value.error == "STANDBY_TASK_COUNT"
+
+
+def test_readme_keep_everything_on_every_streams_snapshot_of_the_bundled_dataset(tmp_path, monkeypatch):
+    """The same README assignor, through ``stickyflow.assign``, on every streams snapshot of the starter dataset."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "keep_assignor_ds.py").write_text(_readme_snippet())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("keep_assignor_ds")
+    data = Path(__file__).resolve().parents[1] / "datasets" / "bundled" / "starter.jsonl"
+    docs = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
+    streams = [d for d in docs if d.get("kind") == "streams"]
+    assert streams
+    stickyflow.register_assignor("keep-readme", module.assignor, kinds=("streams",), replace=True)
+    try:
+        for d in streams:
+            r = stickyflow.assign(d, "keep-readme")
+            assert r.error == "NONE" and r.metrics["moves"] == 0, d.get("id")
+    finally:
+        stickyflow.unregister_assignor("keep-readme")
+        sys.modules.pop("keep_assignor_ds", None)
