@@ -5,7 +5,8 @@ Both are started from the installed PySpark with its own ``spark-class``
 127.0.0.1 (``SPARK_LOCAL_IP`` and ``--host``; web UIs on free loopback ports), and
 stopped however the test ends. The batch runs as the CLI runs it, in a
 subprocess with ``--master spark://127.0.0.1:PORT``; its rows must equal a
-``local[1]`` run of the same input, column by column (all but ``wall_s``).
+``local[1]`` run of the same input (started first, so that it overlaps the
+cluster's start-up), column by column (all but ``wall_s``).
 Skips when Java or ``spark-class`` is missing.
 """
 
@@ -35,7 +36,7 @@ STICKYFLOW = [sys.executable, "-m", "stickyflow"]
 
 pytestmark = [
     pytest.mark.spark,
-    pytest.mark.slow,  # two JVMs for the cluster and two driver JVMs: about 40 s on 2 cores
+    pytest.mark.slow,  # two JVMs for the cluster, two driver JVMs and an executor: about 80 s on 2 cores
     pytest.mark.timeout(300),
     pytest.mark.skipif(not (os.environ.get("JAVA_HOME") or shutil.which("java")), reason="Spark needs Java"),
     pytest.mark.skipif(not SPARK_CLASS.is_file(), reason=f"no spark-class in the installed PySpark ({SPARK_CLASS})"),
@@ -104,11 +105,21 @@ class Standalone:
         self.procs.clear()
 
 
-def batch(src: Path, out: Path, master: str) -> subprocess.CompletedProcess:
+def batch(src: Path, out: Path, master: str) -> subprocess.Popen:
+    """The CLI's batch in a subprocess of its own (its own driver JVM); ``.communicate()`` waits for it."""
     cmd = [*STICKYFLOW, "batch", str(src), str(out), "--assignors", "optimal,sticky,range", "--master", master,
            "--partitions", "4", "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
            "--conf", "spark.driver.memory=1g", "--conf", "spark.executor.memory=768m"]
-    return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=240)
+    return subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(p: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, err = p.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    return p.returncode, err
 
 
 def rows(path: Path):
@@ -129,17 +140,23 @@ def test_batch_on_a_standalone_cluster_equals_local_mode(tmp_path):
     (src / "broken.json").write_text('{"format": "stickyflow.snapshot/1", "kind": "consumer",\n')
     files = len(list(src.glob("*.json")))
 
-    cluster = Standalone(tmp_path).start()
+    # the local-mode run goes on while the cluster starts: the two overlap on the machine's cores
+    t0 = time.monotonic()
+    local = batch(src, tmp_path / "local.parquet", "local[1]")
+    cluster = Standalone(tmp_path)
     try:
-        done = batch(src, tmp_path / "cluster.parquet", cluster.url)
+        cluster.start()
+        t1 = time.monotonic()
+        code, err = finish(batch(src, tmp_path / "cluster.parquet", cluster.url))
+        t2 = time.monotonic()
     finally:
         cluster.stop()
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert f"on {cluster.url} ready" in done.stderr
+        local_code, local_err = finish(local)
+    print(f"\ncluster up {t1 - t0:.1f} s, batch on it {t2 - t1:.1f} s, stopped in {time.monotonic() - t2:.1f} s")
+    assert code == 0, err[-3000:]
+    assert f"on {cluster.url} ready" in err
     assert cluster.procs == []
-
-    local = batch(src, tmp_path / "local.parquet", "local[1]")
-    assert local.returncode == 0, local.stderr[-3000:]
+    assert local_code == 0, local_err[-3000:]
     got, want = rows(tmp_path / "cluster.parquet"), rows(tmp_path / "local.parquet")
     assert len(got) == 3 * files
     pd.testing.assert_frame_equal(got, want)
