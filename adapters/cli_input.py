@@ -99,7 +99,8 @@ def _from_argparse(prog: str, message: str) -> BadInput:
         return BadInput(f"argument {name}", rule)
     if message.startswith("the following arguments are required:"):
         missing = message.split(":", 1)[1].strip()
-        return BadInput("argument " + missing, f"required (see {prog} --help)")
+        what = "option" if missing.startswith("-") else "argument"
+        return BadInput(f"{what} {missing}", f"required (see {prog} --help)")
     if message.startswith("unrecognized arguments:"):
         extra = message.split(":", 1)[1].strip()
         what = "option" if extra.startswith("-") else "argument"

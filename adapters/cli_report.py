@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli_input import BadInput, assignor_names, existing_path, int_at_least, seconds, writable_dir
+from .cli_input import BadInput, assignor_names, existing_path, int_at_least, output_location, seconds
 
 EXIT_OK = 0
 EXIT_NOTHING_SOLVED = 1
@@ -90,15 +90,16 @@ def _check_pareto_input(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     existing_path(args.batch, kind="batch output")
-    writable_dir(args.output)
+    output_location(args.output)  # made by the report, once the batch has been read
     pareto_assignors = assignor_names(args.pareto_assignors, "--pareto-assignors", kind="consumer")
     if args.pareto_input and not args.no_pareto:
         _check_pareto_input(args.pareto_input)
 
-    from .report import DEFAULT_RATIOS, write_report
+    from .report import DEFAULT_RATIOS, load_batch, write_report
 
+    frame = load_batch(args.batch)  # read before anything is written: an unreadable batch leaves no folder behind
     pareto = None if args.no_pareto else (args.pareto_input or "default")
-    rep = write_report(args.batch, args.output, pareto_input=pareto, pareto_seed=args.pareto_seed,
+    rep = write_report(frame, args.output, pareto_input=pareto, pareto_seed=args.pareto_seed,
                        pareto_count=args.pareto_count, ratios=args.ratios or DEFAULT_RATIOS,
                        pareto_assignors=pareto_assignors, time_limit=args.time_limit, title=args.title)
     cols = ["kind", "assignor", "snapshots", "errors", "moves_total", "imbalance_max", "cross_rack_total",

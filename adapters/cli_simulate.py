@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_input import BadInput, assignor_names, existing_path, int_at_least, names, seconds, writable_dir
+from .cli_input import BadInput, assignor_names, existing_path, int_at_least, names, output_location, seconds
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -66,7 +66,7 @@ def _preset(text: str, seed: int | None) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     assignors = assignor_names(args.assignors, "--assignors")
     if args.output:
-        writable_dir(args.output)
+        output_location(args.output)  # made once the simulation has run
     if args.scenario.startswith("preset:"):
         name, seed = _preset(args.scenario, args.seed)
     else:
