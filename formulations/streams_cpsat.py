@@ -21,7 +21,7 @@ eligible} x[t, c]`` on the task's holder.
                      sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
-    minimize, lexicographically: sum_k e_k; movements (each a round of waiting); the cost of the
+    minimize, lexicographically: movements (each a round of waiting); sum_k e_k; the cost of the
         converged assignment  sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c];
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.
@@ -238,7 +238,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     cost_expr = sum(cost_terms) if cost_terms else 0
     low_max = 2 * ns + m.budget * (int(m.rep_cell.max(initial=0)) + 1) + 1
     last = low_max * uncovered + (sum(low_terms) if low_terms else 0)
-    stages = [("excess", total_excess), ("movements", n_moving), ("cost", cost_expr), ("ties", last)]
+    stages = [("movements", n_moving), ("excess", total_excess), ("cost", cost_expr), ("ties", last)]
 
     if hint is not None:
         _add_hint(cm, m, d, hint, x, s, w, z)
@@ -275,7 +275,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             proven = False
             break
         # the balance and movement stages get a share of the time, so that the cost is always optimized
-        remaining *= {"excess": 0.25, "movements": 0.35, "cost": 0.9}.get(name, 1.0)
+        remaining *= {"movements": 0.25, "excess": 0.35, "cost": 0.9}.get(name, 1.0)
         if deterministic:
             p.interleave_search = True
             p.max_deterministic_time = max(remaining, 1e-3)

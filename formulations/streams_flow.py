@@ -89,7 +89,7 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     for sol, bound, info in runs:
         plan = complete_plan(m, sol.target)
         balanced = _counts_balanced(m, plan)
-        key = (sum(not v for v in balanced.values()), plan.extra["movements"], target_cost(m, plan))
+        key = (plan.extra["movements"], sum(not v for v in balanced.values()), target_cost(m, plan))
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
     _, plan, balanced, info = best
@@ -190,7 +190,9 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     def run(choice: dict):
         nonlocal flows
         flows += 1
-        box = {k: choice.get(k, hulls.get(k)) for k in counts}
+        # an unfixed count is off (only movements and cost speak), except active tasks: their hull
+        box = {k: choice.get(k) for k in counts}
+        box["act"] = choice.get("act", hulls["act"])
         try:
             return solve_actives(m, box["act"], box.get("stf"), box.get("sub"), box.get("rep"), floor)
         except InfeasibleError:
@@ -204,23 +206,25 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     # nodes ordered by (movements, cost): fewest warm-up rounds first, then the cost
     heap = [((root.movements, root.value), 0, {}, root)]
     tick = 1
-    best = None  # ((act excess > 0, other excess, movements, value), sol)
+    best = None  # ((act excess > 0, movements, other excess, value), sol)
     while heap:
         value, _, choice, sol = heapq.heappop(heap)
-        if best is not None and best[0][1] == 0 and value >= best[0][2:]:
+        if best is not None and (value[0] > best[0][1] or (value[0] == best[0][1] and best[0][2] == 0
+                                                           and value[1] >= best[0][3])):
             heapq.heappush(heap, (value, _, choice, sol))  # keep it for the bound
             break
         exc = {k: excess_of(sol, k) for k in counts}
-        open_k = [k for k in counts if k not in choice and exc[k] > 0]
-        if not open_k or flows >= max_flows:
-            key = (exc["act"] > 0, sum(exc.values()), *value)
+        if not exc["act"]:  # every node balanced in active tasks is a candidate, with its other excess
+            key = (False, value[0], sum(exc.values()), value[1])
             if best is None or key < best[0]:
                 best = (key, sol)
-            if flows >= max_flows and open_k:
-                heapq.heappush(heap, (value, tick, choice, sol))
-                tick += 1
-                break
+        open_k = [k for k in counts if k not in choice and exc[k] > 0]
+        if not open_k:
             continue
+        if flows >= max_flows:
+            heapq.heappush(heap, (value, tick, choice, sol))
+            tick += 1
+            break
         k = open_k[0]
         children = 0
         for box in options[k]:
@@ -240,7 +244,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
             if not children:
                 raise InfeasibleError("no target fits the balance boxes")
         elif not children:  # no box of this count fits: it yields, the others still count
-            heapq.heappush(heap, (value, tick, {**choice, k: hulls[k]}, sol))
+            heapq.heappush(heap, (value, tick, {**choice, k: None}, sol))
             tick += 1
     if best is None:
         raise SolverFaultError("active flow: the search over the balance boxes found no target")
@@ -248,9 +252,9 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     if key[0]:
         raise SolverFaultError("active flow: no box gave a balanced target")
     # a bound on the cost among targets with as few movements: only while no open node could have fewer
-    low = min([v for v, *_ in heap] + [key[2:]])
-    bound = low[1] if low[0] == key[2] else None
-    return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts}
+    low = min([v for v, *_ in heap] + [(key[1], key[3])])
+    bound = low[1] if low[0] == key[1] else None
+    return sol, bound, {"flows": flows, "balance_excess_flow": key[2], "joint": "rep" in counts}
 
 
 # --------------------------------------------------------------------------- actives
