@@ -73,7 +73,8 @@ def _extensions_for(argv: Sequence[str] | None) -> list[str]:
     """The extension modules this command line needs: only the named command's, else every one (help)."""
     words = sys.argv[1:] if argv is None else list(argv)
     command = next((w for w in words if not w.startswith("-")), None)
-    if command in _BUILTIN:
+    if command in _BUILTIN or (command is None and "--version" in words and "-h" not in words
+                               and "--help" not in words):
         return []
     for names, module in _EXTENSIONS.items():
         if command in names.split(", "):
