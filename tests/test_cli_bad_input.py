@@ -263,3 +263,20 @@ def test_help_and_version_import_nothing_heavy():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout[-500:]
+
+
+def test_simulate_readiness_words_match_the_simulator():
+    from stickyflow.adapters import cli_simulate
+    from stickyflow.datasets import simulator
+
+    assert cli_simulate.READINESS == simulator.READINESS
+
+
+@pytest.mark.parametrize("text", ["preset:consumer-eager:x", "preset:consumer-eager:1:2", "preset:nope"])
+def test_a_bad_preset_name_is_a_typed_error(text):
+    import stickyflow
+    from stickyflow.datasets.simulator import load_scenario
+
+    with pytest.raises(stickyflow.InvalidSnapshotError) as info:
+        load_scenario(text)
+    assert info.value.field == "preset"
