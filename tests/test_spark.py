@@ -201,7 +201,7 @@ def check_written_result(snap, doc: dict, row) -> None:
     if measure:
         for key in ("moves", "imbalance", "cross_rack"):
             assert doc["metrics"][key] == measured[key], (snap.id, key, doc["metrics"][key], measured[key])
-    local = stickyflow.assign(snap, row.assignor)
+    local = stickyflow.assign(snap, row.assignor, seed=0, num_workers=1)  # as the batch solves (run_batch defaults)
     check_result(snap, local)
     want = local.to_json()
     for d in (doc, want):
