@@ -12,7 +12,12 @@ from .simulator_groups import _ConsumerGroup, _Group, _StreamsApp
 from .simulator_records import Episode, RoundRecord, Simulation, SimulationRun
 from .simulator_scenario import READINESS, Event, Scenario
 
-__all__ = ["simulate", "run_scenario"]
+__all__ = ["simulate", "run_scenario", "as_scenario"]
+
+
+def as_scenario(scenario: Any) -> Scenario:
+    """A :class:`Scenario` as given, or a snapshot in any form :func:`stickyflow.assign` takes, played as is."""
+    return scenario if isinstance(scenario, Scenario) else Scenario(snapshot=scenario)
 
 
 def simulate(scenario: Scenario, assignors: Sequence[str] = ("optimal", "sticky"), *,
@@ -25,8 +30,10 @@ def simulate(scenario: Scenario, assignors: Sequence[str] = ("optimal", "sticky"
     (e.g. ``["eager", "conservative"]``). ``keep`` keeps every snapshot and
     result JSON in the runs (needed to compare runs; costs memory at scale).
     ``observe(snapshot, result)`` is called after every rebalance (tests run
-    their checker there).
+    their checker there). ``scenario`` may also be anything :func:`stickyflow.assign`
+    takes (a snapshot, a dict, JSON text, a path): it is then played with no events.
     """
+    scenario = as_scenario(scenario)
     if readiness is None or isinstance(readiness, str):
         readiness_list: list[str | None] = [readiness]
     else:
@@ -46,9 +53,11 @@ def simulate(scenario: Scenario, assignors: Sequence[str] = ("optimal", "sticky"
 def run_scenario(scenario: Scenario, assignor: str = "optimal", *, readiness: str | None = None,
                  time_limit: float | None = None, seed: int = 0, method: str | None = None, keep: bool = True,
                  observe: Callable[[Any, Any], None] | None = None, label_readiness: bool = False) -> SimulationRun:
-    """Play ``scenario`` with one assignor; see the module docstring for the rules."""
+    """Play ``scenario`` (or a bare snapshot, as :func:`simulate` takes it) with one assignor; see the module
+    docstring for the rules."""
     import stickyflow
 
+    scenario = as_scenario(scenario)
     ready = scenario.effective_readiness(readiness)
     group: _Group = (_ConsumerGroup if scenario.kind == "consumer" else _StreamsApp)(scenario)
     now = int(scenario.snapshot.now_ms or 0)

@@ -78,3 +78,21 @@ def test_metrics_go_into_pandas_directly_and_stay_read_only():
     assert pd.DataFrame([results[1].metrics]).loc[0, "moves"] == results[1].metrics["moves"]
     with pytest.raises(TypeError):
         results[0].metrics["moves"] = 0
+
+
+@pytest.mark.parametrize("form", ["path", "str-path", "text", "dict", "object"])
+def test_the_simulator_takes_a_bare_snapshot_in_every_form(form):
+    from stickyflow.datasets.simulator import run_scenario, simulate
+
+    snap = _forms(STREAMS)[form]
+    run = run_scenario(snap, "sticky")
+    assert len(run.rounds) > 0 and run.kind == "streams"
+    sim = simulate(_forms(CONSUMER)[form if form != "text" else "dict"], ["sticky"])
+    assert sim.runs[0].kind == "consumer"
+
+
+def test_the_simulator_names_a_bad_snapshot(tmp_path):
+    from stickyflow.datasets.simulator import simulate
+
+    with pytest.raises(stickyflow.InvalidSnapshotError, match="cannot be read"):
+        simulate(tmp_path / "nope.json")
