@@ -21,8 +21,9 @@ eligible} x[t, c]`` on the task's holder.
                      sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
-    minimize, lexicographically: movements (each a round of waiting); sum_k e_k; the cost of the
-        converged assignment  sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c];
+    minimize, lexicographically: sum_k e_k; the cost of the converged assignment
+        sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c];  movements (each a round of waiting),
+        then active tasks leaving their previous client;
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.
 
@@ -238,7 +239,12 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     cost_expr = sum(cost_terms) if cost_terms else 0
     low_max = 2 * ns + m.budget * (int(m.rep_cell.max(initial=0)) + 1) + 1
     last = low_max * uncovered + (sum(low_terms) if low_terms else 0)
-    stages = [("movements", n_moving), ("excess", total_excess), ("cost", cost_expr), ("ties", last)]
+    # movements (rounds of waiting) first, then active tasks that leave their client: among equal costs nothing
+    # moves for nothing (a stateless task under min_traffic costs 0 to move)
+    kept_prev = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
+    n_left = int(m.had.sum()) - sum(kept_prev) if kept_prev else int(m.had.sum())
+    stages = [("excess", total_excess), ("cost", cost_expr), ("movements", (m.T + 1) * n_moving + n_left),
+              ("ties", last)]
 
     if hint is not None:
         _add_hint(cm, m, d, hint, x, s, w, z)
@@ -275,7 +281,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             proven = False
             break
         # the balance and movement stages get a share of the time, so that the cost is always optimized
-        remaining *= {"movements": 0.25, "excess": 0.35, "cost": 0.9}.get(name, 1.0)
+        remaining *= {"excess": 0.25, "cost": 0.6, "movements": 0.9}.get(name, 1.0)
         if deterministic:
             p.interleave_search = True
             p.max_deterministic_time = max(remaining, 1e-3)
@@ -353,12 +359,11 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     bounds = []
     if d.full and cost_bound is not None:
         bounds.append(cost_bound)
-    if flow_bound is not None and not sum(ex) and not m.tag_keys and m.max_moves is None and hint is not None \
-            and hint.extra.get("movements") == int(moving.sum()):
+    if flow_bound is not None and not sum(ex) and not m.tag_keys and m.max_moves is None:
         bounds.append(int(flow_bound))
     plan.bound = max(bounds) if bounds else None
     if status == cp_model.OPTIMAL and d.full:
-        plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance and these movements
+        plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance
     return plan
 
 

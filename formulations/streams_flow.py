@@ -9,13 +9,15 @@ stateful?) -> client -> sink, lower bounds moved into the supplies), and under
 ``balance_subtopology`` each (client, subtopology) node sits below its
 (client, stateful?) node with its own box. A unit costs
 
-    K * (active_cost(t, c) + standby_floor(t, c)) + [t constrained and c not eligible]
+    K * (active_cost(t, c) + standby_floor(t, c)) + L * [t constrained and c not eligible]
+        + [t leaves its previous client]
 
 where ``standby_floor(t, c)`` is what the task's ``want`` standbys cost at
 least with the active on ``c`` (the ``want`` cheapest other clients, a held
-one free of the standby move), and the last term, below one unit of cost
-(``K = T + 1``), prefers a target that can run at once (no warm-up) among equal
-costs. The cost depends on a client through its rack, except for the few
+one free of the standby move), and the last two terms, together below one unit
+of cost (:func:`tie_weights`), prefer among equal costs a target that can run
+at once (no warm-up), then one that moves fewer tasks (a stateless task under
+``min_traffic`` costs nothing to move, and must not move for nothing). The cost depends on a client through its rack, except for the few
 clients that held the task or are eligible for it, so the graph is compressed:
 explicit arcs to those, one arc per rack cell cheaper than the dearest, one to
 a hub reaching every cell; cells feed the clients.
@@ -89,13 +91,11 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     for sol, bound, info in runs:
         plan = complete_plan(m, sol.target)
         balanced = _counts_balanced(m, plan)
-        key = (plan.extra["movements"], sum(not v for v in balanced.values()), target_cost(m, plan))
+        key = (sum(not v for v in balanced.values()), target_cost(m, plan), plan.extra["movements"])
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
     _, plan, balanced, info = best
-    # each relaxation bounds the cost among targets with its own fewest movements: valid for the plan's
-    bounds = [b for sol, b, _ in runs if b is not None and sol.movements == plan.extra["movements"]]
-    bound = max(bounds) if bounds else None
+    bound = max(b for _, b, _ in runs)  # each relaxation bounds the cost of every balanced assignment
     extra.update(info)
     extra["t_standbys"] = round(time.perf_counter() - t1, 4)
     plan.bound = None if bound is None else int(bound)
@@ -204,18 +204,17 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
         if root is None:
             raise InfeasibleError("no target fits the balance boxes")
     # nodes ordered by (movements, cost): fewest warm-up rounds first, then the cost
-    heap = [((root.movements, root.value), 0, {}, root)]
+    heap = [((root.value, root.movements), 0, {}, root)]
     tick = 1
-    best = None  # ((act excess > 0, movements, other excess, value), sol)
+    best = None  # ((act excess > 0, other excess, value, movements), sol)
     while heap:
         value, _, choice, sol = heapq.heappop(heap)
-        if best is not None and (value[0] > best[0][1] or (value[0] == best[0][1] and best[0][2] == 0
-                                                           and value[1] >= best[0][3])):
+        if best is not None and best[0][1] == 0 and value >= best[0][2:]:
             heapq.heappush(heap, (value, _, choice, sol))  # keep it for the bound
             break
         exc = {k: excess_of(sol, k) for k in counts}
         if not exc["act"]:  # every node balanced in active tasks is a candidate, with its other excess
-            key = (False, value[0], sum(exc.values()), value[1])
+            key = (False, sum(exc.values()), *value)
             if best is None or key < best[0]:
                 best = (key, sol)
         open_k = [k for k in counts if k not in choice and exc[k] > 0]
@@ -230,7 +229,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
         for box in options[k]:
             child = run({**choice, k: box})
             if child is not None:
-                heapq.heappush(heap, ((child.movements, child.value), tick, {**choice, k: box}, child))
+                heapq.heappush(heap, ((child.value, child.movements), tick, {**choice, k: box}, child))
                 tick += 1
                 children += 1
         if not children and k == "act":  # active balance is the rule: the other counts yield to it
@@ -238,7 +237,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
             for box in options[k]:
                 child = run({**relaxed, k: box})
                 if child is not None:
-                    heapq.heappush(heap, ((child.movements, child.value), tick, {**relaxed, k: box}, child))
+                    heapq.heappush(heap, ((child.value, child.movements), tick, {**relaxed, k: box}, child))
                     tick += 1
                     children += 1
             if not children:
@@ -251,10 +250,9 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     key, sol = best
     if key[0]:
         raise SolverFaultError("active flow: no box gave a balanced target")
-    # a bound on the cost among targets with as few movements: only while no open node could have fewer
-    low = min([v for v, *_ in heap] + [(key[1], key[3])])
-    bound = low[1] if low[0] == key[1] else None
-    return sol, bound, {"flows": flows, "balance_excess_flow": key[2], "joint": "rep" in counts}
+    # a bound on the cost: the least value of the open nodes and of the incumbent
+    bound = min([v[0] for v, *_ in heap] + [key[2]])
+    return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts}
 
 
 # --------------------------------------------------------------------------- actives
@@ -344,13 +342,6 @@ class StandbyFloor:
         return np.where(m.stateful[t], self._leave(t, p), 0)
 
 
-def _movement_weight(m: StreamsModel) -> int:
-    """More than any cost of a target and its standbys: a movement (a round of waiting) outweighs them all."""
-    act = m.act_cell.max(axis=1, initial=0) + m.move_cost
-    rep = m.rep_cell.max(axis=1, initial=0) + m.noc
-    return int((act + m.want * np.where(m.stateful, rep, 0)).sum()) + 1
-
-
 def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "StandbyFloor | None" = None
                   ) -> ActiveSolution:
     """The cheapest target inside the boxes (see the module docstring); InfeasibleError when none fits.
@@ -365,7 +356,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     Without it, ``floor`` prices the standbys each active leaves room for.
     """
     T, C = m.T, m.C
-    W = _movement_weight(m)  # one movement outweighs any cost: the fewest warm-up rounds first
+    L, K = tie_weights(m, floor if not (box3 is not None and m.want > 0 and m.stateful.any()) else None)
     joint = box3 is not None and m.want > 0 and m.stateful.any()
     sub = sub_boxes is not None
     keyn = m.G if sub else 2
@@ -441,8 +432,8 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
 
     # task arcs: explicit for the clients that held the task or are eligible for it, pools for the rest
     fl_cell = floor.cell[:, cells] if (floor is not None and not joint) else 0
-    mv = m.constrained.astype(np.int64)
-    row = (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + W * mv[:, None]
+    mv = L * m.constrained.astype(np.int64) + m.had.astype(np.int64)  # a pool's client is never the previous one
+    row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + mv[:, None]
     hubcost = row.max(axis=1)
     tt = np.arange(T)
     arcs.add("task_hub", tt, base_hub + key_t, 1, hubcost)
@@ -452,7 +443,8 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     xc, xt = xk // T, xk % T
     elig = np.isin(xk, m.cu_keys) | ~m.constrained[xt]
     xfl = floor.pairs(xt, xc) if (floor is not None and not joint) else 0
-    xcost = (m.active_cost(xt, xc) + xfl) + W * (~elig).astype(np.int64)
+    left = m.had[xt] & ~np.isin(xk, m.prev_keys)
+    xcost = K * (m.active_cost(xt, xc) + xfl) + L * (~elig).astype(np.int64) + left.astype(np.int64)
     xhead = entry(xc, key_t[xt])
     arcs.add("task_client", xt, xhead, 1, xcost)
 
@@ -461,7 +453,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
         arcs.add("sbc_rep", base_sbc + cc, base_rep + cc, big, 0)
         arcs.add("sbhub_cell", np.full(ncell, sbhub), base_sbcell + np.arange(ncell), big, 0)
         arcs.add("sbcell_client", base_sbcell + ccell, base_sbc + cc, big, 0)
-        srow = m.rep_cell[S][:, cells] + m.noc[S][:, None]
+        srow = K * (m.rep_cell[S][:, cells] + m.noc[S][:, None])
         shub = srow.max(axis=1)
         si = np.arange(nS)
         arcs.add("sbt_hub", base_sbt + si, sbhub, m.want, shub)
@@ -471,7 +463,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
         spos[S] = si
         hk = m.held_keys[m.stateful[m.held_t]]
         hc, ht = hk // T, hk % T
-        arcs.add("sbt_client", base_sbt + spos[ht], base_sbc + hc, 1, m.replica_cost(ht, hc))
+        arcs.add("sbt_client", base_sbt + spos[ht], base_sbc + hc, 1, K * m.replica_cost(ht, hc))
 
     out, total = arcs.solve(supplies)
     target = np.full(T, -1, dtype=np.int64)
@@ -497,8 +489,27 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     if joint:
         t_, h_, f_ = out["sbc_rep"]
         sb[t_ - base_sbc] = f_
-    n_mv = int(total // W)
-    return ActiveSolution(target, n_mv, int(total - W * n_mv), sb)
+    value = int(total // K)
+    return ActiveSolution(target, int(moving.sum()), value, sb)
+
+
+def tie_weights(m: StreamsModel, floor: "StandbyFloor | None" = None) -> tuple[int, int]:
+    """``(L, K)`` for a unit's price ``K * cost + L * [movement] + [the task leaves its previous client]``.
+
+    Lexicographic where int64 allows it (``L = T + 1``, ``K = L * L``): the cost first (the spec), then the
+    fewest movements (rounds of waiting), then the fewest active tasks that leave their client, so that among
+    equal costs nothing moves for nothing (a stateless task under ``min_traffic`` costs 0 to move). Beyond
+    int64, ``L = 1`` and ``K = 2 T + 1``: the cost still first, the two ties summed.
+    """
+    T = m.T
+    act = m.act_cell.max(axis=1, initial=0) + m.move_cost
+    rep = m.rep_cell.max(axis=1, initial=0) + m.noc
+    extra = floor.cell.max(axis=1, initial=0) if floor is not None else 0
+    upper = int((act + extra + (m.want + 1) * np.where(m.stateful, rep, 0)).sum()) + 1
+    L = T + 1
+    if upper * L * L < 2 ** 61:
+        return L, L * L
+    return 1, 2 * T + 1
 
 
 def _spread_units(m: StreamsModel, units: np.ndarray, slots: np.ndarray) -> np.ndarray:

@@ -20,7 +20,8 @@ stateful task; what the clients run this round follows from it:
                 spread over as many tag values as the clients allow
     objective   minimize  non_overlap_cost * (moves + standby_moves) + traffic_cost * cross_rack
                 of the converged assignment (targets as actives), a standby move being a standby on a
-                client that held the task in no role; then the fewest movements (each waits a round)
+                client that held the task in no role; then the fewest movements (each waits a round);
+                then the fewest active tasks leaving their client (nothing moves for nothing)
 
 So the balance factor is slack within which stickiness wins: a balanced
 assignment that moves nothing costs 0 and is kept. When nothing waits, the

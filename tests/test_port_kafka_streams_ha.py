@@ -182,9 +182,14 @@ CASES += [
     Case("shouldComputeNewAssignmentIfActiveTasksWasNotOnCaughtUpClient",
          streams_doc(["0_0"], [client(1, active=["0_0"], lags={"0_0": 500}),
                                client(2, active=["0_1"], lags={"0_0": 0})], stateless=["0_1"], **no_standbys()),
-         [("client 1 runs 0_1", exactly(1, active=["0_1"]), BOTH), ("client 2 runs 0_0", exactly(2, active=["0_0"]), BOTH),
+         # 0_0 must run on the caught-up client 2 now (the spec); where the stateless 0_1 goes this round, and
+         # whether 0_0 warms up to return to client 1, is a choice: Kafka's below, the optimizer's by its cost
+         [("client 2 runs 0_0", lambda s, r: "0_0" in roles(r, _p(2))[0], BOTH),
+          ("client 1 runs 0_1", exactly(1, active=["0_1"]), KAFKA_ONLY),
+          ("client 2 runs only 0_0", exactly(2, active=["0_0"]), KAFKA_ONLY),
           # Kafka warms 0_0 up on client 1, where its round-robin target sat (its own comment: not optimal)
-          ("unstable", is_unstable(True), KAFKA_ONLY), ("valid with 1 warm-up", valid(0, 1), BOTH)] + BAL,
+          ("unstable", is_unstable(True), KAFKA_ONLY), ("valid with 1 warm-up", valid(0, 1), BOTH),
+          ("assertBalancedActiveAssignment", lambda s, r: balanced_active(s, r), KAFKA_ONLY), BAL[1]],
          subtopology_skew=1),
     Case("shouldAssignToMostCaughtUpIfActiveTasksWasNotOnCaughtUpClient",
          streams_doc(["0_0"], [client(1, lags={"0_0": NO_STATE}), client(2, lags={"0_0": 1000}),

@@ -148,10 +148,10 @@ def brute_force(snap):
     Every target (a client per task) whose active counts are Balanced, and for it
     every choice of ``want`` standbys per stateful task on clients other than the
     one it runs on this round (its target if that client may run it at once, else
-    its cheapest eligible client). Lexicographic: the fewest movements (each a
-    round of waiting); then the least balance excess of stateful actives,
-    replicas and (balance_subtopology) subtopologies; then the least cost of the
-    converged assignment (moves + standby moves, priced with KIP-925's costs).
+    its cheapest eligible client). Lexicographic: the least balance excess of
+    stateful actives, replicas and (balance_subtopology) subtopologies; then the
+    least cost of the converged assignment (moves + standby moves, priced with
+    KIP-925's costs); then the fewest movements (each a round of waiting).
     Returns that key.
     """
     idx = snap.index
@@ -188,7 +188,7 @@ def brute_force(snap):
                     rep[c] += 1
                     cost += int(m.standby_cost(np.array([t]), np.array([c]))[0])
             e = e_fixed + (pair_excess(rep, th, bf) if want and len(S) else 0)
-            key = (int(mv.sum()), e, cost)
+            key = (e, cost, int(mv.sum()))
             if best is None or key < best:
                 best = key
     return best
@@ -200,15 +200,15 @@ def test_optimum_confirmed_by_brute_force(seed):
     for _ in range(25):
         doc = tiny_snapshot(rng)
         snap = stickyflow.parse_snapshot(doc)
-        mv, e, cost = brute_force(snap)
+        e, cost, mv = brute_force(snap)
         cp = solve_streams(snap, SolveOptions(method="cpsat", time_limit=10, num_workers=1))
         assert cp.status == "optimal", doc
-        assert (cp.extra["movements"], cp.extra["balance_excess"], cp.extra["target_cost"]) == (mv, e, cost), \
-            (doc, cp.extra, (mv, e, cost))
+        assert (cp.extra["balance_excess"], cp.extra["target_cost"], cp.extra["movements"]) == (e, cost, mv), \
+            (doc, cp.extra, (e, cost, mv))
         fl = solve_streams(snap, SolveOptions(method="flow"))
-        if e == 0 and fl.extra["movements"] == mv:
-            # the flow's bound holds for every balanced assignment with as few movements; its own answer, when
-            # balanced in every count, costs no less (it may yield replica balance where its stages cannot meet it)
+        if e == 0:
+            # the flow's bound holds for every balanced assignment; its own answer, when balanced in every
+            # count, costs no less (it may yield replica balance where its two stages cannot meet it)
             assert fl.extra["target_bound"] is None or fl.extra["target_bound"] <= cost, (doc, fl.extra, cost)
             if all(fl.extra["balanced_counts"].values()):
                 assert cost <= fl.extra["target_cost"], (doc, fl.extra, cost)
@@ -239,18 +239,17 @@ def test_flow_and_cpsat_agree(seed):
         def key(d):
             unbalanced = d.extra["balance_excess"] > 0 if "balance_excess" in d.extra else \
                 not all(d.extra["balanced_counts"].values())
-            return d.extra["movements"], unbalanced, d.extra["target_cost"]
+            return unbalanced, d.extra["target_cost"], d.extra["movements"]
 
         if cp.status == "optimal":
-            assert key(cp)[:2] <= key(fl)[:2], (key(cp), key(fl))
-            if key(cp)[:2] == key(fl)[:2] and not key(cp)[1]:  # both balanced with as many movements
-                assert key(cp) <= key(fl), (key(cp), key(fl))
+            assert key(cp)[0] <= key(fl)[0], (key(cp), key(fl))
+            if not key(cp)[0] and not key(fl)[0]:  # both balanced in every count
+                assert key(cp)[1] <= key(fl)[1], (key(cp), key(fl))
                 if fl.status == "optimal":
-                    assert key(cp) == key(fl)
+                    assert key(cp)[1] == key(fl)[1]
                     agree += 1
             proven += 1
-        if fl.extra["target_bound"] is not None and cp.extra["movements"] == fl.extra["movements"] \
-                and not cp.extra["balance_excess"]:
+        if fl.extra["target_bound"] is not None and not cp.extra["balance_excess"]:
             assert fl.extra["target_bound"] <= cp.extra["target_cost"]
     print(f"\n[flow vs cpsat] {proven} proven by CP-SAT, {agree} where both claim the same optimum")
 
@@ -303,8 +302,8 @@ def play_to_convergence(doc, assignor, horizon):
 def test_converged_cost_and_rounds_against_greedy(seed):
     """Played to convergence, the optimizer's converged cost (moves and standby moves since the first snapshot,
     traffic where it ends) is never above the greedy's, unless the greedy ends unbalanced in a count the
-    optimizer balances (Balanced weighs clients by threads, and counts stateful tasks and replicas too); and it
-    needs no more rounds."""
+    optimizer balances (Balanced weighs clients by threads, and counts stateful tasks and replicas too). Cost comes
+    before rounds (the spec): a cheaper end may take warm-up rounds the greedy skips; as cheap, it needs no more."""
     rng = random.Random(seed)
     rows = []
     for i in range(8):
@@ -322,10 +321,11 @@ def test_converged_cost_and_rounds_against_greedy(seed):
         assert om["balanced_active"], doc["id"]
         if rg is None:
             continue
-        assert ro <= rg, (doc["id"], doc["config"], ro, rg)
         counts = ("balanced_active", "balanced_stateful", "balanced_replicas", "balanced_subtopology")
         if not any(om[k] and not gm[k] for k in counts):  # the greedy ends at least as balanced
             assert om["cost"] <= gm["cost"], (doc["id"], om, gm)
+            if om["cost"] == gm["cost"]:  # as cheap: the optimizer's fewest movements need no more rounds
+                assert ro <= rg, (doc["id"], doc["config"], ro, rg)
         rows.append((om["cost"], gm["cost"], ro, rg, om["balanced"], gm["balanced"]))
     print(f"\n[converged vs greedy] (cost o, cost g, rounds o, rounds g, balanced o, balanced g): {rows}")
 
@@ -412,3 +412,27 @@ def test_empty_and_degenerate():
             r = solve(snap, method=method)
             assert r.solver.status == "optimal"
             assert streams_metrics(snap, r.assignment)["cost"] == 0
+
+
+@pytest.mark.parametrize("method", ["flow", "cpsat"])
+def test_solving_its_own_answer_again_moves_nothing(method, seed):
+    """Hand a converged answer back as every client's previous tasks (all caught up) and solve again: no active
+    task moves. Under ``min_traffic`` a stateless task costs 0 to move, so only the tie-break keeps it still
+    (the simulator once showed four to eight such moves in each idle round)."""
+    rng = random.Random(seed)
+    for _ in range(12):
+        doc = streams_snapshot(rng.choice(SCENARIOS), tasks=rng.randint(8, 30), clients=rng.randint(2, 5),
+                               seed=rng.randrange(10**6), racks=3, stateful_fraction=rng.choice([0.3, 0.6]),
+                               num_standby_replicas=rng.choice([0, 1]),
+                               config={"rack_aware_assignment_strategy": "min_traffic"})
+        first = solve(stickyflow.parse_snapshot(doc), method=method, time_limit=10)
+        if first.followup_rebalance_deadline_ms is not None:
+            continue  # not converged yet: its warm-ups are meant to move
+        again = dict(doc, clients=[dict(c, previous_active=list(first.assignment[c["process_id"]].active),
+                                        previous_standby=list(first.assignment[c["process_id"]].standby),
+                                        lags={t: 0 for t in first.assignment[c["process_id"]].standby})
+                                   for c in doc["clients"]])
+        second = solve(stickyflow.parse_snapshot(again), method=method, time_limit=10)
+        assert second.metrics["moves"] == 0, (doc["id"], second.metrics)
+        assert {p: sorted(a.active) for p, a in second.assignment.items()} == \
+            {p: sorted(a.active) for p, a in first.assignment.items()}
