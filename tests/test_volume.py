@@ -284,6 +284,7 @@ def test_same_results_across_processes_and_hash_seeds(tmp_path, seed):
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
         outputs.append(proc.stdout)
     results = json.loads(outputs[0])
-    assert len(results) == 25 * 3 + 25 * 4
+    per_kind = {k: len(stickyflow.available_assignors(k)) for k in ("streams", "consumer")}
+    assert len(results) == 25 * (per_kind["streams"] + 1) + 25 * per_kind["consumer"]
     assert all(r["error"] == "NONE" for r in results)
     assert outputs[0] == outputs[1] == outputs[2], "results differ between processes"
