@@ -107,6 +107,7 @@ class ConsumerSnapshot:
     kind: str = field(default="consumer", init=False)
     #: unknown fields the reader ignored, one line each (see ``AssignmentResult.warnings``)
     warnings: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _subscribers: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not built_by_reader():
@@ -125,7 +126,10 @@ class ConsumerSnapshot:
         return {m.id: i for i, m in enumerate(self.members)}
 
     def subscribers(self) -> dict[str, list[int]]:
-        """Topic name -> indexes of the members subscribing to it (existing topics only)."""
+        """Topic name -> indexes of the members subscribing to it (existing topics only). Computed once per
+        snapshot (the solve, the check and the metrics all ask); treat the lists as read-only."""
+        if self._subscribers is not None:
+            return self._subscribers
         subs: dict[str, list[int]] = {t: [] for t in self.topics}
         # members sharing a subscription are handled together: with thousands of members reading
         # hundreds of topics each, one step per (member, topic) would dominate
@@ -140,6 +144,7 @@ class ConsumerSnapshot:
         if len(same) > 1:
             for lst in subs.values():
                 lst.sort()
+        object.__setattr__(self, "_subscribers", subs)
         return subs
 
     def assignable_topics(self) -> list[str]:
