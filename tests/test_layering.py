@@ -69,3 +69,48 @@ def test_import_stickyflow_stays_light():
             "print(','.join(heavy))" % (HEAVY,))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import stickyflow pulled in: {out}"
+
+
+def _module_name(path: Path) -> str:
+    pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
+           "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
+    return pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"
+
+
+def _import_graph(folders=("solver", "formulations")) -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere in its body (deferred imports count too)."""
+    paths = [p for f in folders for p in _files(f) if p.name not in _LAUNCHERS]
+    names = {_module_name(p) for p in paths}
+    graph: dict[str, set[str]] = {}
+    for p in paths:
+        deps = set()
+        for name, _ in _imports(p, top_level_only=False):
+            while name and name not in names:
+                name = name.rpartition(".")[0]
+            if name and name != _module_name(p) and name not in ("stickyflow", "stickyflow.formulations"):
+                deps.add(name)
+        graph[_module_name(p)] = deps
+    return graph
+
+
+@pytest.mark.parametrize("pair", [("stickyflow.streams_ha", "stickyflow.streams_learner"),
+                                  ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_flow"),
+                                  ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_cpsat")])
+def test_no_import_circle_between(pair):
+    """Issue 18's two circles stay untied: neither module reaches the other and back, deferred imports included."""
+    graph = _import_graph()
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = set(), [a]
+        while todo:
+            x = todo.pop()
+            if x == b:
+                return True
+            if x not in seen:
+                seen.add(x)
+                todo += graph.get(x, ())
+        return False
+
+    a, b = pair
+    assert a in graph and b in graph
+    assert not (reaches(a, b) and reaches(b, a)), f"{a} and {b} import each other (through {graph[a] & graph[b]})"
