@@ -243,10 +243,9 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
     t0 = time.perf_counter()
     d = _prepare(snap)
     M = len(snap.members)
-    empty = {m.id: {} for m in snap.members}
     if not d.topics:
         cost = d.noc * _orphaned(d)
-        return Decision(assignment=empty, method="flow", status="optimal", objective=cost, bound=cost,
+        return Decision(assignment={m.id: {} for m in snap.members}, method="flow", status="optimal", objective=cost, bound=cost,
                         extra={"sum_squared_loads": 0, "cost": cost})
     member_ok = d.member_class >= 0
     graph = beta = None
