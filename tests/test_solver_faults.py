@@ -62,9 +62,16 @@ sys.meta_path.insert(0, _NoOrTools())
 """
 
 
+def mixed_consumer_doc() -> dict:
+    """Members reading different topics: the flow's case (equal subscriptions are solved in closed form)."""
+    doc = consumer_doc()
+    doc["members"][0]["subscription"] = doc["members"][0]["subscription"][:1]
+    return doc
+
+
 @pytest.mark.parametrize("kind", ["consumer", "streams"])
 def test_ortools_missing_falls_back_in_library_and_cli(kind, tmp_path):
-    doc = consumer_doc() if kind == "consumer" else streams_doc(num_standby_replicas=1)
+    doc = mixed_consumer_doc() if kind == "consumer" else streams_doc(num_standby_replicas=1)
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(doc))
     code = _BLOCK_ORTOOLS + f"""
@@ -162,6 +169,10 @@ def _cpsat_finds_nothing(monkeypatch) -> None:
     class NoSolutionInTime(cp_model.CpSolver):
         def solve(self, model, *args, **kwargs):
             return cp_model.UNKNOWN
+
+        @property
+        def response_proto(self):  # what the stages read after each solve: no time spent
+            return types.SimpleNamespace(deterministic_time=0.0)
 
     fake = types.SimpleNamespace(**{k: getattr(cp_model, k) for k in dir(cp_model) if not k.startswith("__")})
     fake.CpSolver = NoSolutionInTime
@@ -286,3 +297,25 @@ def test_fallback_failing_too_is_one_typed_error(monkeypatch, kind, tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "SolverFaultError" in err and "Traceback" not in err
 
+
+
+def test_equal_subscriptions_need_no_ortools(tmp_path):
+    """With equal subscriptions (and no rack to weigh) the optimum has a closed form: proven optimal without
+    OR-Tools, the same assignment as with it."""
+    doc = consumer_doc()
+    assert len({tuple(m["subscription"]) for m in doc["members"]}) == 1
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(doc))
+    code = _BLOCK_ORTOOLS + f"""
+import json, stickyflow
+r = stickyflow.assign(stickyflow.load_snapshot({str(path)!r}))
+assert "ortools" not in sys.modules
+print(json.dumps(r.to_json()))
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["solver"]["status"] == "optimal"
+    want = stickyflow.assign(stickyflow.parse_snapshot(doc)).to_json()
+    assert out["assignment"] == want["assignment"] and out["solver"]["objective"] == want["solver"]["objective"]
