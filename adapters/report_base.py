@@ -181,12 +181,15 @@ def html_page(title: str, blocks: Sequence[tuple[str, Any]]) -> str:
 
 
 def _cell_number(x: float) -> str:
-    """Table cells: whole numbers without decimals, others with 4 significant digits, no exponent below 1e6."""
+    """Table cells: whole numbers without decimals, 1,000 and above rounded to a whole number with thousands
+    separators (4 significant digits of 39,050.06 would print as 3.905e+04), others with 4 significant digits."""
     if x != x:  # NaN
         return ""
     if x == int(x) and abs(x) < 1e15:
         return f"{int(x):,}"
-    if abs(x) >= 1e6 or abs(x) < 1e-3:
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) < 1e-3:
         return f"{x:.3g}"
     return f"{x:.4g}"
 

@@ -394,3 +394,15 @@ def test_simulation_page_speaks_in_words_and_minutes(tmp_path):
     assert all(t == "at once" or t.endswith(" min") or t.startswith("never") for t in conv["time to converge"])
     assert "None" not in conv.astype(str).values
     assert "minutes since start" in tables[1].columns and "time_ms" not in tables[1].columns
+
+
+def test_table_cells_never_print_an_exponent_for_ordinary_numbers():
+    """A p95 solve time of 39,050.06 ms printed as 3.905e+04 in the study's table: cells read as numbers."""
+    from stickyflow.adapters.report_base import _cell_number
+
+    assert _cell_number(39050.0626) == "39,050"
+    assert _cell_number(1023.6664) == "1,024"
+    assert _cell_number(24.694444) == "24.69"
+    assert _cell_number(5.0) == "5"
+    assert _cell_number(float("nan")) == ""
+    assert "e" not in "".join(_cell_number(x) for x in (1234.5, 12345678.9, 0.5, 999.99))
