@@ -31,8 +31,10 @@ target is what runs and no follow-up is asked for; otherwise
 ``solve_streams(snapshot, options)`` picks the backend from
 ``options.method``: ``None`` (the flow; then CP-SAT, hinted by the flow, when
 the flow's answer is not proven optimal and the instance has at most
-:data:`CPSAT_AUTO_PAIRS` (task, client) pairs, or when a side constraint needs
-it: ``max_moves`` in ``options.extra``, tags with two or more standbys),
+:data:`CPSAT_AUTO_PAIRS` (task, client) pairs, within
+:data:`CPSAT_AUTO_TIME_LIMIT` unless ``options.time_limit`` says otherwise; or
+when a side constraint needs it: ``max_moves`` in ``options.extra``, tags with
+two or more standbys),
 ``"flow"`` or ``"cpsat"``. ``options.extra`` also takes ``spread_racks``
 (spread standbys over racks as well, as Kafka's rack-aware standby assignor
 does; default False) and ``deterministic`` (CP-SAT: reproducible across runs;
@@ -53,6 +55,7 @@ default True).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from stickyflow.errors import StickyflowError, UnknownAssignorError
 from stickyflow.registry import SolveOptions
@@ -63,10 +66,14 @@ from .streams_common import (StreamsModel, StreamsPlan, balance_boxes, box_hull,
                              movements, plan_cost, plan_decision, target_cost)
 
 __all__ = ["solve_streams", "METHODS", "StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull",
-           "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "CPSAT_AUTO_PAIRS"]
+           "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "CPSAT_AUTO_PAIRS",
+           "CPSAT_AUTO_TIME_LIMIT"]
 
 METHODS = ("flow", "cpsat")
 CPSAT_AUTO_PAIRS = 20_000  # instances up to this many (task, client) pairs go on to CP-SAT when the flow is unproven
+#: CP-SAT's budget (deterministic seconds) when it only improves an unproven flow plan and no time limit was
+#: given: a default ``assign`` answers in seconds, not tens of them; ``time_limit`` buys a longer search
+CPSAT_AUTO_TIME_LIMIT = 2.0
 
 
 def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None) -> Decision:
@@ -98,5 +105,7 @@ def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None
     if method is None and plan.status != "optimal" and small:
         from .streams_cpsat import solve_cpsat
 
+        if options.time_limit is None:
+            options = replace(options, time_limit=CPSAT_AUTO_TIME_LIMIT)
         plan = solve_cpsat(model, options, started=t0, hint=plan)
     return plan_decision(model, plan)
