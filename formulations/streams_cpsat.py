@@ -30,8 +30,10 @@ eligible} x[t, c]`` on the task's holder.
 Hinted with the flow's plan. Fixed ``random_seed``, ``num_workers`` as given.
 By default the search is interleaved and the time limit counted in
 deterministic time, so that the same snapshot gives the same answer on every
-run; ``extra["deterministic"] = False`` switches to the free-running parallel
-portfolio.
+run (a wall-clock limit of 4 x the budget + 5 s stays behind it as a safety
+net, wide enough that a loaded machine does not cut the search at another
+point); ``extra["deterministic"] = False`` switches to the free-running
+parallel portfolio.
 """
 
 from __future__ import annotations
@@ -285,7 +287,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         if deterministic:
             p.interleave_search = True
             p.max_deterministic_time = max(remaining, 1e-3)
-            p.max_time_in_seconds = max(2 * remaining, 1e-3)
+            p.max_time_in_seconds = 4 * remaining + 5.0  # a safety net only: the deterministic limit decides
         else:
             p.max_time_in_seconds = max(remaining, 1e-3)
         cm.minimize(expr)

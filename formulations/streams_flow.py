@@ -88,10 +88,15 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     extra = {"t_actives": round(time.perf_counter() - t0, 4)}
     t1 = time.perf_counter()
     best = None
-    for sol, bound, info in runs:
-        plan = complete_plan(m, sol.target)
+    targets = [(sol.target, info) for sol, _, info in runs]
+    keep = _kept_target(m)
+    if keep is not None:  # the flows' stages may miss it: never answer worse than keeping every task where it runs
+        targets.append((keep, {**runs[0][2], "kept": True}))
+    for target, info in targets:
+        plan = complete_plan(m, target)
         balanced = _counts_balanced(m, plan)
-        key = (sum(not v for v in balanced.values()), target_cost(m, plan), plan.extra["movements"])
+        key = (not balanced["active"], sum(not v for v in balanced.values()), target_cost(m, plan),
+               plan.extra["movements"], int((m.had & (target != _previous_owner(m))).sum()))
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
     _, plan, balanced, info = best
@@ -103,6 +108,19 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     plan.status = "optimal" if tc == bound and all(balanced.values()) else "feasible"
     plan.extra = {**extra, **plan.extra, "balanced_counts": balanced, "t_flow": round(time.perf_counter() - t0, 4)}
     return plan
+
+
+def _previous_owner(m: StreamsModel) -> np.ndarray:
+    """The client each task ran on as active before this rebalance (-1: none)."""
+    prev = np.full(m.T, -1, dtype=np.int64)
+    prev[m.prev_t] = m.prev_c
+    return prev
+
+
+def _kept_target(m: StreamsModel) -> np.ndarray | None:
+    """Every task where it ran before, when every task ran somewhere: a candidate the flows must beat."""
+    prev = _previous_owner(m)
+    return prev if m.T and (prev >= 0).all() else None
 
 
 def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:
