@@ -50,8 +50,8 @@ import numpy as np
 from .registry import SolveOptions
 from .result import Decision, Finished, Violation
 from .streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
-from .streams_check import (ERROR_ORDER, KIP924_ERRORS, normalize_streams_assignment, streams_metrics,
-                            validate_streams)
+from .streams_check import (ERROR_ORDER, KIP924_ERRORS, as_client_assignment, normalize_streams_assignment,
+                            streams_metrics, validate_streams)
 
 __all__ = [
     "ProcessId",
@@ -538,22 +538,6 @@ SHAPE_ERRORS = ("MALFORMED_ASSIGNMENT", "ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAM
                 "STANDBY_TASK_ASSIGNED_MULTIPLE_TIMES")
 
 
-def _client_assignment(value: Any) -> ClientAssignment:
-    """One client's answer as a :class:`ClientAssignment` (TypeError/ValueError when it is not one)."""
-    if isinstance(value, ClientAssignment):
-        return value
-    convert = getattr(value, "to_client_assignment", None)
-    if convert is not None:
-        return convert()
-    if isinstance(value, Mapping):
-        unknown = set(value) - {"active", "standby", "warmup"}
-        if unknown:
-            raise ValueError(f"a client's assignment has unknown role(s) {sorted(unknown)}; "
-                             "allowed: active, standby, warmup")
-        return ClientAssignment.of(value.get("active", ()), value.get("standby", ()), value.get("warmup", ()))
-    raise TypeError(f"a client's assignment must be a ClientAssignment or a mapping of roles, not {type(value).__name__}")
-
-
 def kip924_violations(snapshot: StreamsSnapshot,
                       entries: Iterable[tuple[str, ClientAssignment]]) -> list[Violation]:
     """KIP-924's validation of a custom assignor's answer, every error found, Kafka's answer first.
@@ -677,7 +661,7 @@ def finish_custom(snapshot: StreamsSnapshot, decision: Decision) -> Finished:
     """
     snap = snapshot
     try:
-        entries = [(str(pid), _client_assignment(value)) for pid, value in decision.assignment.items()]
+        entries = [(str(pid), as_client_assignment(value)) for pid, value in decision.assignment.items()]
         norm = normalize_streams_assignment(snap, decision.assignment)
     except (TypeError, ValueError, AttributeError) as exc:  # not an assignment at all
         return Finished(assignment={}, target={}, revocations={}, followup_rebalance_deadline_ms=None,

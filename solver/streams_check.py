@@ -45,6 +45,7 @@ __all__ = [
     "AssignmentArrays",
     "RackTables",
     "normalize_streams_assignment",
+    "as_client_assignment",
     "assignment_arrays",
     "rack_tables",
     "validate_streams",
@@ -94,7 +95,9 @@ RACK_KEY = "\x00rack"  # pseudo tag key: the client's rack (KIP-925 spreads stan
 
 # --------------------------------------------------------------------------- normal form
 
-def _as_client_assignment(value: Any) -> ClientAssignment:
+def as_client_assignment(value: Any) -> ClientAssignment:
+    """One client's answer as a :class:`ClientAssignment`: one already, KIP-924's ``KafkaStreamsAssignment``, or a
+    mapping of roles (TypeError/ValueError when it is none of these)."""
     if isinstance(value, ClientAssignment):
         return value
     convert = getattr(value, "to_client_assignment", None)  # KIP-924's KafkaStreamsAssignment
@@ -117,7 +120,7 @@ def normalize_streams_assignment(snap: StreamsSnapshot, assignment: Mapping[str,
     """
     out: dict[str, ClientAssignment] = {c.process_id: ClientAssignment() for c in snap.clients}
     for pid, value in assignment.items():
-        ca = _as_client_assignment(value)
+        ca = as_client_assignment(value)
         key = lambda ids: tuple(sorted(ids, key=task_key))  # noqa: E731
         out[str(pid)] = ClientAssignment(active=key(ca.active), standby=key(ca.standby), warmup=key(ca.warmup))
     return out
