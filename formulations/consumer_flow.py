@@ -245,8 +245,8 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
     M = len(snap.members)
     if not d.topics:
         cost = d.noc * _orphaned(d)
-        return Decision(assignment={m.id: {} for m in snap.members}, method="flow", status="optimal", objective=cost, bound=cost,
-                        extra={"sum_squared_loads": 0, "cost": cost})
+        return Decision(assignment={m.id: {} for m in snap.members}, method="flow", status="optimal",
+                        objective=cost, bound=cost, extra={"sum_squared_loads": 0, "cost": cost})
     member_ok = d.member_class >= 0
     graph = beta = None
     if len(d.classes) >= _MANY_CLASSES:

@@ -17,7 +17,8 @@ least with the active on ``c`` (the ``want`` cheapest other clients, a held
 one free of the standby move), and the last two terms, together below one unit
 of cost (:func:`tie_weights`), prefer among equal costs a target that can run
 at once (no warm-up), then one that moves fewer tasks (a stateless task under
-``min_traffic`` costs nothing to move, and must not move for nothing). The cost depends on a client through its rack, except for the few
+``min_traffic`` costs nothing to move, and must not move for nothing). The
+cost depends on a client through its rack, except for the few
 clients that held the task or are eligible for it, so the graph is compressed:
 explicit arcs to those, one arc per rack cell cheaper than the dearest, one to
 a hub reaching every cell; cells feed the clients.
@@ -221,7 +222,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
         root = run({"stf": None, "sub": None, "rep": None})
         if root is None:
             raise InfeasibleError("no target fits the balance boxes")
-    # nodes ordered by (movements, cost): fewest warm-up rounds first, then the cost
+    # nodes ordered by (cost, movements): the cheapest first, then the fewest warm-up rounds
     heap = [((root.value, root.movements), 0, {}, root)]
     tick = 1
     best = None  # ((act excess > 0, other excess, value, movements), sol)
