@@ -97,7 +97,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                            standby=np.full((m.T, m.want), -1, dtype=np.int64), method="cpsat", status="optimal",
                            bound=0, extra={"movements": 0})
 
-    # ---- the flow: a hint and a bound (tags and the move cap relaxed)
+    # ---- the flow: a hint (tags and the move cap relaxed)
     if hint is None:
         try:
             from .streams_flow import solve_flow
@@ -105,7 +105,6 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             hint = solve_flow(_relaxed(m))
         except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
             extra["hint_error"] = str(exc)
-    flow_bound = hint.bound if hint is not None else None
     extra["t_hint"] = round(time.perf_counter() - started, 4)
 
     cp_model = _cp()
@@ -361,8 +360,6 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     bounds = []
     if d.full and cost_bound is not None:
         bounds.append(cost_bound)
-    if flow_bound is not None and not sum(ex) and not m.tag_keys and m.max_moves is None:
-        bounds.append(int(flow_bound))
     plan.bound = max(bounds) if bounds else None
     if status == cp_model.OPTIMAL and d.full:
         plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance

@@ -107,5 +107,21 @@ def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None
 
         if options.time_limit is None:
             options = replace(options, time_limit=CPSAT_AUTO_TIME_LIMIT)
-        plan = solve_cpsat(model, options, started=t0, hint=plan)
+        flow_plan = plan
+        plan = solve_cpsat(model, options, started=t0, hint=flow_plan)
+        plan = _keep_flow_unless_better(model, flow_plan, plan)
     return plan_decision(model, plan)
+
+
+def _keep_flow_unless_better(m: StreamsModel, flow: StreamsPlan, cp: StreamsPlan) -> StreamsPlan:
+    """CP-SAT improves the flow's plan, it does not redraw it: where both are balanced in every count and CP-SAT
+    is neither cheaper nor needs fewer movements, the flow's plan stands (its ties are the flow's: e.g. a warm-up
+    that has caught up is taken up before an idle stateless task moves), with CP-SAT's proof when it has one."""
+    if cp.method != "cpsat" or cp.extra.get("balance_excess", 1) or not all(
+            flow.extra.get("balanced_counts", {"x": False}).values()):
+        return cp
+    if (target_cost(m, cp), cp.extra.get("movements", 0)) < (target_cost(m, flow), flow.extra.get("movements", 0)):
+        return cp
+    flow.status, flow.bound = cp.status, cp.bound
+    flow.extra = {**flow.extra, "cpsat_status": cp.extra.get("cpsat_status"), "kept_flow_plan": True}
+    return flow
