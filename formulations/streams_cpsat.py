@@ -221,9 +221,11 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                     n_tag_vars += 1
             need = sum(int(best[m.client_combo[c]]) * e for c, e in holders.get(t, []))
             cm.add(sum(ys) >= need - sum(by_task_w.get(t, [])))
+    # active tasks that leave their previous client: capped by max_moves, and a tie-break below
+    kept_prev = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
+    n_left = int(m.had.sum()) - sum(kept_prev) if kept_prev else int(m.had.sum())
     if m.max_moves is not None:
-        kept = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
-        cm.add(int(m.had.sum()) - sum(kept) <= m.max_moves)
+        cm.add(n_left <= m.max_moves)
 
     # ---- objective (lexicographic by weights)
     xcost = m.active_cost(d.x_t, d.x_c)
@@ -242,8 +244,6 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     last = low_max * uncovered + (sum(low_terms) if low_terms else 0)
     # movements (rounds of waiting) first, then active tasks that leave their client: among equal costs nothing
     # moves for nothing (a stateless task under min_traffic costs 0 to move)
-    kept_prev = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
-    n_left = int(m.had.sum()) - sum(kept_prev) if kept_prev else int(m.had.sum())
     stages = [("excess", total_excess), ("cost", cost_expr), ("movements", (m.T + 1) * n_moving + n_left),
               ("ties", last)]
 

@@ -90,14 +90,14 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     t1 = time.perf_counter()
     best = None
     targets = [(sol.target, info) for sol, _, info in runs]
-    keep = _kept_target(m)
-    if keep is not None:  # the flows' stages may miss it: never answer worse than keeping every task where it runs
-        targets.append((keep, {**runs[0][2], "kept": True}))
+    prev = _previous_owner(m)
+    if m.T and (prev >= 0).all():  # the flows' stages may miss it: never answer worse than keeping every task
+        targets.append((prev, {**runs[0][2], "kept": True}))
     for target, info in targets:
         plan = complete_plan(m, target)
         balanced = _counts_balanced(m, plan)
         key = (not balanced["active"], sum(not v for v in balanced.values()), target_cost(m, plan),
-               plan.extra["movements"], int((m.had & (target != _previous_owner(m))).sum()))
+               plan.extra["movements"], int((m.had & (target != prev)).sum()))
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
     _, plan, balanced, info = best
@@ -120,12 +120,6 @@ def _previous_owner(m: StreamsModel) -> np.ndarray:
     prev = np.full(m.T, -1, dtype=np.int64)
     prev[m.prev_t] = m.prev_c
     return prev
-
-
-def _kept_target(m: StreamsModel) -> np.ndarray | None:
-    """Every task where it ran before, when every task ran somewhere: a candidate the flows must beat."""
-    prev = _previous_owner(m)
-    return prev if m.T and (prev >= 0).all() else None
 
 
 def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:

@@ -215,3 +215,14 @@ def names(value: Any, field: str) -> tuple:
 def same_type(value: Any, cls: type, field: str) -> None:
     if not isinstance(value, cls):
         raise InvalidSnapshotError(Problem(field, f"must be a {cls.__name__}, not {type(value).__name__}"))
+
+
+def read_back(snap: Any, doc: dict, parse: Any, fields: tuple[str, ...]) -> None:
+    """Finish checking a snapshot built from Python objects: read its JSON ``doc`` back with the reader's
+    ``parse`` (``now_ms`` written only when set, so that a wrong value still reaches the reader) and put the
+    checked, normalized ``fields`` in place of the given ones."""
+    if snap.now_ms != 0:
+        doc["now_ms"] = snap.now_ms
+    parsed = parse(doc)
+    for name in fields:
+        object.__setattr__(snap, name, getattr(parsed, name))

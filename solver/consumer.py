@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._check import INT32_MAX, Checker, built_by_reader, is_int, join, names, reading, same_type
+from ._check import INT32_MAX, Checker, built_by_reader, is_int, join, names, read_back, reading, same_type
 from .errors import InvalidSnapshotError, Problem
 
 __all__ = [
@@ -187,12 +187,7 @@ def _check_objects(snap: ConsumerSnapshot) -> None:
     same_type(snap.config, ConsumerConfig, "config")
     object.__setattr__(snap, "topics", topics)
     object.__setattr__(snap, "members", members)
-    doc = consumer_to_json(snap)
-    if snap.now_ms != 0:  # written only when set: a wrong value must still reach the reader
-        doc["now_ms"] = snap.now_ms
-    parsed = parse_consumer(doc)
-    for name in ("topics", "members", "protocol", "config", "id", "now_ms"):
-        object.__setattr__(snap, name, getattr(parsed, name))
+    read_back(snap, consumer_to_json(snap), parse_consumer, ("topics", "members", "protocol", "config", "id", "now_ms"))
 
 
 # --------------------------------------------------------------------------- reading
@@ -416,7 +411,7 @@ def _well_formed_members(raw: list) -> tuple[Member, ...] | None:
 
 def _plain_owned_all(owned: list) -> bool:
     """:func:`_plain_owned` over every member's claims at once (one pass in C, not one call per member)."""
-    values = list(chain.from_iterable(map(dict.values, filter(None, owned))))
+    values = list(chain.from_iterable(o.values() for o in owned if o))
     if not values:
         return True
     if set(map(type, values)) != {list}:
@@ -431,11 +426,7 @@ def _plain_owned(owned: dict[str, Any]) -> bool:
     Anything else takes the slow path, which names a culprit, or drops numbers beyond 2**31 - 1: no topic has
     such a partition, so the claim is stale and, like every stale claim, ignored.
     """
-    values = owned.values()
-    if set(map(type, values)) != {list}:
-        return False
-    flat = list(chain.from_iterable(values))
-    return not flat or (set(map(type, flat)) == {int} and min(flat) >= 0 and max(flat) <= INT32_MAX)
+    return _plain_owned_all([owned])
 
 
 def _parse_config(doc: Mapping[str, Any], chk: Checker) -> ConsumerConfig:

@@ -43,7 +43,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ._check import Checker, built_by_reader, is_int, join, names, reading, same_type
+from ._check import Checker, built_by_reader, is_int, join, names, read_back, reading, same_type
 from .errors import InvalidSnapshotError, Problem
 
 __all__ = [
@@ -494,12 +494,7 @@ def _check_objects(snap: StreamsSnapshot) -> None:
     same_type(snap.config, StreamsConfig, "config")
     object.__setattr__(snap, "tasks", tasks)
     object.__setattr__(snap, "clients", clients)
-    doc = streams_to_json(snap)
-    if snap.now_ms != 0:
-        doc["now_ms"] = snap.now_ms
-    parsed = parse_streams(doc)
-    for name in ("tasks", "clients", "config", "id", "now_ms"):
-        object.__setattr__(snap, name, getattr(parsed, name))
+    read_back(snap, streams_to_json(snap), parse_streams, ("tasks", "clients", "config", "id", "now_ms"))
 
 
 def _parse_partitions(spec: Mapping[str, Any], key: str, path: str, chk: Checker,
