@@ -33,7 +33,8 @@ from stickyflow.streams import ClientAssignment, StreamsSnapshot, task_key
 from stickyflow.streams_check import RACK_KEY, balance_excess, eligible_pairs, rack_tables, tag_combinations
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
-           "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "DEFAULT_STANDBY_SLACK"]
+           "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",
+           "converged_standbys", "DEFAULT_STANDBY_SLACK"]
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
 MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones nearest the mean
@@ -301,13 +302,43 @@ class StreamsPlan:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _standby_pairs(m: StreamsModel, plan: StreamsPlan) -> tuple[np.ndarray, np.ndarray]:
+def _standby_pairs(m: StreamsModel, plan: StreamsPlan, converged: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray]:
     if not m.want:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     st = np.repeat(np.arange(m.T), m.want)
-    sc = plan.standby.reshape(-1)
+    sc = (converged_standbys(m, plan.target, plan.standby) if converged else plan.standby).reshape(-1)
     ok = sc >= 0
     return st[ok], sc[ok]
+
+
+def round_standbys(m: StreamsModel, target: np.ndarray, converged: np.ndarray) -> np.ndarray:
+    """This round's standbys (T x want) from the converged ones, which sit on clients other than the target.
+
+    A movement runs on its holder this round; a converged standby on the holder is, this round, a standby on
+    the target instead, catching up there in a warm-up's place (the holder takes the standby once the task
+    has moved). Every client's replica count is the same either way.
+
+    >>> m = type("M", (), {"want": 1, "T": 2})()
+    >>> m.constrained, m.holder = np.array([True, False]), np.array([0, -1])
+    >>> m.cu_keys, m.T = np.array([0 * 2 + 0]), 2   # client 0 is caught up on task 0
+    >>> round_standbys(m, np.array([1, 1]), np.array([[0], [0]])).tolist()   # task 0 moves 0 -> 1
+    [[1], [0]]
+    """
+    if not m.want or not m.T:
+        return converged
+    moving = movements(m, target)
+    swap = moving[:, None] & (converged == m.holder[:, None])
+    return np.where(swap, target[:, None], converged)
+
+
+def converged_standbys(m: StreamsModel, target: np.ndarray, standby: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`round_standbys`: a movement's standby on its target is the holder's once it moved."""
+    if not m.want or not m.T:
+        return standby
+    moving = movements(m, target)
+    swap = moving[:, None] & (standby == target[:, None])
+    return np.where(swap, m.holder[:, None], standby)
 
 
 def plan_cost(model: StreamsModel, plan: StreamsPlan) -> int:
@@ -325,12 +356,13 @@ def plan_cost(model: StreamsModel, plan: StreamsPlan) -> int:
 
 
 def target_cost(model: StreamsModel, plan: StreamsPlan) -> int:
-    """The cost of the converged assignment the plan aims for: targets as actives, the same standbys."""
+    """The cost of the converged assignment the plan aims for: targets as actives, the converged standbys
+    (:func:`converged_standbys`)."""
     m = model
     if not m.T or not m.C:
         return 0
     cost = int(m.active_cost(np.arange(m.T), plan.target).sum())
-    st, sc = _standby_pairs(m, plan)
+    st, sc = _standby_pairs(m, plan, converged=True)
     return cost + int(m.standby_cost(st, sc).sum())
 
 

@@ -4,20 +4,21 @@ Variables (over candidate (task, client) pairs: all of them on small
 instances; eligible, held, local-state and the flow's own pairs plus a few
 clients per rack and tag combination on large ones):
 
-    x[t, c]  target         s[t, c]  standby         w[t, c]  warm-up (c not eligible for t)
-    z[t, c]  standby on a movement's target          y[t, k, v]  task t's replicas use value v of tag key k
+    x[t, c]  target         s[t, c]  standby (converged)         w[t, c]  warm-up (c not eligible for t)
+    z[t, c]  a movement to c covered: its holder's converged standby sits on c this round
+    y[t, k, v]  task t's replicas (this round) use value v of tag key k
     e_k      how far count k strays from Balanced
 
 What runs: ``a[t, c] = x[t, c]`` where ``c`` is eligible (caught up, or with
 none the least lag; every client for a free task), plus ``mv_t = sum_{c not
 eligible} x[t, c]`` on the task's holder.
 
-    sum_c x[t, c] = 1,   sum_c s[t, c] = want (stateful t),   a[t, c] + s[t, c] + w[t, c] <= 1
-    w[t, c] <= x[t, c],   z[t, c] <= x[t, c],   z[t, c] <= s[t, c],   sum w <= budget
+    sum_c x[t, c] = 1,   sum_c s[t, c] = want (stateful t),   x[t, c] + s[t, c] <= 1
+    w[t, c] <= x[t, c],   z[t, c] = x[t, c] AND s[t, holder_t],   w[t, c] + z[t, c] <= 1,   sum w <= budget
     Balanced, for a count n_c and thread classes W (the clients with w threads):
         mx_w >= n_c >= mn_w (c in W),   w' * mx_w <= w * mn_w' + balance_factor * w' + e   for all w, w'
     with e = 0 for active tasks, e = e_k >= 0 for stateful actives, replicas (x + s) and each subtopology
-    tags (KIP-708):  y[t, k, v] <= sum_{c: tag_k(c) = v} (a[t, c] + s[t, c]),
+    tags (KIP-708):  y[t, k, v] <= sum_{c: tag_k(c) = v} (a[t, c] + s[t, c] + sum z[t, c]),
                      sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
@@ -48,7 +49,8 @@ from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFault
                                TimeLimitError)
 from stickyflow.registry import SolveOptions
 
-from .streams_common import StreamsModel, StreamsPlan, choose_warmups, movements, plan_decision, target_cost
+from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, movements,
+                             plan_decision, round_standbys, target_cost)
 
 __all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT"]
 
@@ -118,9 +120,10 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     s = [cm.new_bool_var(f"s{i}") for i in range(ns)]
     mv_pairs = np.flatnonzero(d.x_move)
     w = {int(i): cm.new_bool_var(f"w{i}") for i in mv_pairs}
-    z = {}
+    z = {}  # a movement to x_c[i] whose holder keeps a converged standby: this round that standby is on x_c[i]
     for i in mv_pairs.tolist():
-        j = d.s_index.get((int(d.x_t[i]), int(d.x_c[i])))
+        t = int(d.x_t[i])
+        j = d.s_index.get((t, int(m.holder[t])))
         if j is not None:
             z[i] = (cm.new_bool_var(f"z{i}"), j)
 
@@ -144,21 +147,22 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         by_task_s = _group_lists(d.s_t, m.T)
         for t in np.flatnonzero(m.stateful).tolist():
             cm.add(sum(s[j] for j in by_task_s[t]) == m.want)
-    roles: dict[tuple[int, int], list] = {}
-    for key, e in act.items():
-        roles.setdefault(key, []).append(e)
+    # one role per (task, client) once converged; this round follows: a movement runs on its holder, where a
+    # converged standby of it becomes a standby on the target instead (z, exactly when both hold), and a
+    # warm-up goes only where no such standby catches up
+    x_index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(d.x_t.tolist(), d.x_c.tolist()))}
     for j in range(ns):
-        roles.setdefault((int(d.s_t[j]), int(d.s_c[j])), []).append(s[j])
-    for i, v in w.items():
-        roles.setdefault((int(d.x_t[i]), int(d.x_c[i])), []).append(v)
-    for key, terms in roles.items():
-        if len(terms) > 1:
-            cm.add(sum(terms) <= 1)
+        i = x_index.get((int(d.s_t[j]), int(d.s_c[j])))
+        if i is not None:
+            cm.add(x[i] + s[j] <= 1)
     for i, v in w.items():
         cm.add_implication(v, x[i])
     for i, (zv, j) in z.items():
         cm.add_implication(zv, x[i])
         cm.add_implication(zv, s[j])
+        cm.add(zv >= x[i] + s[j] - 1)
+        if i in w:
+            cm.add(zv + w[i] <= 1)
     if w:
         cm.add(sum(w.values()) <= m.budget)
 
@@ -187,10 +191,8 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
 
     # tag spreading
     n_tag_vars = 0
-    drop = 0
     if m.tag_keys and m.want:
         best, best2 = _best_spread(m)
-        drop = int((best[:, None] - best2).max())
         vals = m.combos[m.client_combo]
         K = m.combos.shape[1]
         holders: dict[int, list[tuple[int, Any]]] = {}
@@ -205,8 +207,13 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             loss = int(best[a] - best2[a, m.client_combo[c]])
             if loss:
                 by_task_w.setdefault(t, []).append(loss * v)
+        covering: dict[int, list[tuple[int, Any]]] = {}
+        for i, (zv, _) in z.items():
+            covering.setdefault(int(d.x_t[i]), []).append((int(d.x_c[i]), zv))
         for t in np.flatnonzero(m.stateful).tolist():
-            reps = holders.get(t, []) + [(int(d.s_c[j]), s[j]) for j in by_task_s[t]]
+            # this round's replicas: the actives, the converged standbys (one on the holder is the active's
+            # client anyway), and a covering standby on the target
+            reps = holders.get(t, []) + [(int(d.s_c[j]), s[j]) for j in by_task_s[t]] + covering.get(t, [])
             ys = []
             for k in range(K):
                 per_value: dict[int, list] = {}
@@ -341,12 +348,15 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         order = np.lexsort((sc_, st_))
         S = np.flatnonzero(m.stateful)
         standby[S] = sc_[order].reshape(len(S), m.want)
+        standby = round_standbys(m, target, standby)
     warm = np.full(m.T, -1, dtype=np.int64)
     for i, v in w.items():
         if on(v):
             warm[int(d.x_t[i])] = int(d.x_c[i])
     covered_mask = moving & (standby == target[:, None]).any(axis=1) if m.want else np.zeros(m.T, dtype=bool)
-    if int((warm >= 0).sum()) < m.budget and not (m.tag_keys and drop):
+    # warm-ups for movements the search left bare (a stage cut short by the time limit): a warm-up only makes a
+    # client busier for the task, so it never breaks tag spreading, and without one the move would never happen
+    if int((warm >= 0).sum()) < m.budget:
         extra_warm = choose_warmups(m, target, moving & ~covered_mask & (warm < 0), active)
         room = m.budget - int((warm >= 0).sum())
         add = np.flatnonzero(extra_warm >= 0)[:room]
@@ -418,7 +428,10 @@ class _Data:
             parts_c = [xc[m.stateful[xt]], m.state_c, m.held_c]
             if hint is not None:
                 parts_t.append(np.repeat(np.arange(T), m.want))
-                parts_c.append(hint.standby.reshape(-1))
+                parts_c.append(converged_standbys(m, hint.target, hint.standby).reshape(-1))
+            mv = np.flatnonzero(m.constrained & (m.holder >= 0))
+            parts_t.append(mv)  # a holder's standby covers a movement
+            parts_c.append(m.holder[mv])
             sample_t, sample_c = _samples(m, S, 2 + m.want)
             parts_t.append(sample_t)
             parts_c.append(sample_c)
@@ -537,10 +550,12 @@ def _add_hint(cm, m: StreamsModel, d: _Data, hint: StreamsPlan, x, s, w, z) -> N
     tgt = hint.target
     for i in range(len(d.x_t)):
         cm.add_hint(x[i], bool(tgt[d.x_t[i]] == d.x_c[i]))
-    sb = {(int(t), int(c)) for t in range(m.T) for c in hint.standby[t].tolist() if c >= 0}
+    conv = converged_standbys(m, tgt, hint.standby)
+    sb = {(int(t), int(c)) for t in range(m.T) for c in conv[t].tolist() if c >= 0}
     for j in range(len(d.s_t)):
         cm.add_hint(s[j], (int(d.s_t[j]), int(d.s_c[j])) in sb)
     for i, v in w.items():
         cm.add_hint(v, bool(hint.warmup[d.x_t[i]] == d.x_c[i]))
     for i, (zv, j) in z.items():
-        cm.add_hint(zv, bool(tgt[d.x_t[i]] == d.x_c[i]) and (int(d.x_t[i]), int(d.x_c[i])) in sb)
+        t = int(d.x_t[i])
+        cm.add_hint(zv, bool(tgt[t] == d.x_c[i]) and (t, int(m.holder[t])) in sb)

@@ -14,7 +14,8 @@ stateful?) -> client -> sink, lower bounds moved into the supplies), and under
 
 where ``standby_floor(t, c)`` is what the task's ``want`` standbys cost at
 least with the active on ``c`` (the ``want`` cheapest other clients, a held
-one free of the standby move), and the last two terms, together below one unit
+one free of the standby move: these are the converged standbys, away from the
+target), and the last two terms, together below one unit
 of cost (:func:`tie_weights`), prefer among equal costs a target that can run
 at once (no warm-up), then one that moves fewer tasks (a stateless task under
 ``min_traffic`` costs nothing to move, and must not move for nothing). The
@@ -27,8 +28,11 @@ The flow is solved first over the hull of the boxes (a relaxation): when its
 target is balanced in every count it is optimal at once; otherwise once per
 pair of boxes (active, stateful), and the cheapest balanced target wins
 (balance in stateful tasks and subtopologies yields only where no box fits).
-The least flow value over the boxes is the proven lower bound in
-``solver.bound``.
+Every flow is a relaxation (standbys priced at their floor, or in the flow
+with one role per client relaxed), so the least flow value over the open
+boxes bounds the cost of every assignment balanced in every count: the
+proven lower bound in ``solver.bound`` when the answer is itself balanced in
+every count (then so is the optimum) and every box was tried.
 
 **Standbys**, given what runs: every stateful task sends ``want`` units to
 clients other than its active one; a unit costs ``K1 * standby_cost(t, c) +
@@ -54,8 +58,8 @@ import numpy as np
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
 from stickyflow.streams_check import balance_excess
 
-from .streams_common import (StreamsModel, StreamsPlan, box_hull, choose_warmups, movements, target_cost,
-                             balance_boxes)
+from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, converged_standbys,
+                             movements, round_standbys, target_cost, balance_boxes)
 
 __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
            "EXPLICIT_STANDBY_ARCS"]
@@ -101,16 +105,22 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
     _, plan, balanced, info = best
-    # The relaxations' values are kept for diagnosis only. They are meant to bound every balanced assignment,
-    # but a brute-force check found one above the optimum (3 tasks, 3 clients: 14 against 5), so the flow claims
-    # no bound and no proof until that is understood; CP-SAT proves small instances (solve_streams)
+    # Each search's value bounds every assignment balanced in every count (its flows are relaxations), so the
+    # larger is a proven bound on the optimum whenever the answer is balanced in every count (so the optimum is)
     extra["relaxation_values"] = [int(b) for _, b, _ in runs if b is not None]
     extra.update(info)
     extra["t_standbys"] = round(time.perf_counter() - t1, 4)
     tc = target_cost(m, plan)
-    proven = tc == 0 and all(balanced.values())  # costs are never negative: 0 is its own proof
-    plan.bound = 0 if proven else None
-    plan.status = "optimal" if proven else "feasible"
+    bound = None
+    if all(balanced.values()):
+        bound = max(extra["relaxation_values"], default=None)
+        if tc == 0:
+            bound = 0  # costs are never negative: 0 is its own proof
+        elif bound is not None and bound > tc:  # a relaxation above a feasible answer: a fault, claim nothing
+            extra["bound_fault"] = bound
+            bound = None
+    plan.bound = bound
+    plan.status = "optimal" if bound is not None and bound == tc else "feasible"
     plan.extra = {**extra, **plan.extra, "balanced_counts": balanced, "t_flow": round(time.perf_counter() - t0, 4)}
     return plan
 
@@ -129,7 +139,7 @@ def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:
     act = np.bincount(tg, minlength=C)
     out = {"active": balance_excess(act, th, bf) == 0,
            "stateful": balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf) == 0}
-    sc = plan.standby.reshape(-1)
+    sc = converged_standbys(m, tg, plan.standby).reshape(-1)
     rep = act + np.bincount(sc[sc >= 0], minlength=C)
     out["replicas"] = balance_excess(rep, th, bf) == 0
     if m.sub_balance:
@@ -144,8 +154,9 @@ def complete_plan(m: StreamsModel, target: np.ndarray) -> StreamsPlan:
     active = np.where(moving, m.holder, target)
     standby = np.full((m.T, m.want), -1, dtype=np.int64)
     info: dict = {}
-    if m.want:
-        standby, info = solve_standbys(m, active, target, moving)
+    if m.want:  # the converged standbys (away from the target), then this round's
+        converged, info = solve_standbys(m, active, target, moving)
+        standby = round_standbys(m, target, converged)
     covered = moving & (standby == target[:, None]).any(axis=1) if m.want else np.zeros(m.T, dtype=bool)
     warm = choose_warmups(m, target, moving & ~covered, active)
     info.update(movements=int(moving.sum()), covered_by_standby=int(covered.sum()), warmups=int((warm >= 0).sum()))
@@ -267,8 +278,11 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     key, sol = best
     if key[0]:
         raise SolverFaultError("active flow: no box gave a balanced target")
-    # a bound on the cost: the least value of the open nodes and of the incumbent
-    bound = min([v[0] for v, *_ in heap] + [key[2]])
+    # a bound on the cost of every assignment balanced in every count: the least value of the open nodes and of
+    # the incumbent; only when no count's list of boxes was cut short (MAX_BOXES), else some were never tried
+    complete = all(len(options[k]) < MAX_BOXES for k in counts if k != "sub") and \
+        all(len(b) < MAX_BOXES for b in (sub_boxes or []))
+    bound = min([v[0] for v, *_ in heap] + [key[2]]) if complete else None
     return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts}
 
 
@@ -347,6 +361,10 @@ class StandbyFloor:
         self.pw = np.where(st, pw, 0)
         self.pn = np.where(st, pn, 0)
         self.cell = np.where(st[:, None], self._leave(np.arange(T)[:, None], price_free), 0)
+
+    def upper(self) -> np.ndarray:
+        """Per task, no floor is above this."""
+        return self.cell.max(axis=1, initial=0)
 
     def _leave(self, t, p):
         return np.where(p <= self.pw[t], self.S[t] - p + self.pn[t], self.S[t])
@@ -448,7 +466,8 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     arcs.add("cell_entry", base_cell + ck * ncell + ccell[cc2], entry(cc2, ck), T, 0)
 
     # task arcs: explicit for the clients that held the task or are eligible for it, pools for the rest
-    fl_cell = floor.cell[:, cells] if (floor is not None and not joint) else 0
+    use_floor = floor is not None and not joint
+    fl_cell = floor.cell[:, cells] if use_floor else 0
     mv = L * m.constrained.astype(np.int64) + m.had.astype(np.int64)  # a pool's client is never the previous one
     row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + mv[:, None]
     hubcost = row.max(axis=1)
@@ -459,7 +478,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     xk = np.unique(np.concatenate([m.held_keys, m.cu_keys]))
     xc, xt = xk // T, xk % T
     elig = np.isin(xk, m.cu_keys) | ~m.constrained[xt]
-    xfl = floor.pairs(xt, xc) if (floor is not None and not joint) else 0
+    xfl = floor.pairs(xt, xc) if use_floor else 0
     left = m.had[xt] & ~np.isin(xk, m.prev_keys)
     xcost = K * (m.active_cost(xt, xc) + xfl) + L * (~elig).astype(np.int64) + left.astype(np.int64)
     xhead = entry(xc, key_t[xt])
@@ -521,7 +540,7 @@ def tie_weights(m: StreamsModel, floor: "StandbyFloor | None" = None) -> tuple[i
     T = m.T
     act = m.act_cell.max(axis=1, initial=0) + m.move_cost
     rep = m.rep_cell.max(axis=1, initial=0) + m.noc
-    extra = floor.cell.max(axis=1, initial=0) if floor is not None else 0
+    extra = floor.upper() if floor is not None else 0
     upper = int((act + extra + (m.want + 1) * np.where(m.stateful, rep, 0)).sum()) + 1
     L = T + 1
     if upper * L * L < 2 ** 61:
@@ -653,6 +672,10 @@ def solve_standbys(m: StreamsModel, active: np.ndarray, target: np.ndarray,
                    moving: np.ndarray) -> tuple[np.ndarray, dict]:
     """``want`` standbys per stateful task (T x want client array, -1 for stateless tasks) and stage info.
 
+    These are the converged standbys: away from the target, a movement's holder preferred (its standby there
+    covers the movement: this round it sits on the target). Tags (KIP-708) are spread around ``active``, what
+    runs this round.
+
     Replica balance first (a soft box per client, tried over the hull of the
     replica boxes and, when that is not balanced, each box), then the cost.
     """
@@ -698,7 +721,8 @@ def _standby_flow(m, S, active, target, moving, cls, allowed, act, box):
 
 
 def _ties(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray) -> np.ndarray:
-    """0 where client c's state of task t is caught up or c is t's movement target, 1 where it lags, 2 with none."""
+    """0 where client c's state of task t is caught up or c is the holder of a movement (its standby there
+    covers the movement: this round it sits on the target), 1 where it lags, 2 with none."""
     tie = np.full(len(t), 2, dtype=np.int64)
     if len(m.state_t) and len(t):
         skeys = m.state_c * m.T + m.state_t
@@ -709,8 +733,16 @@ def _ties(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, mov
         hit = skeys[pos] == q
         tie[hit] = sties[pos[hit]]
     if len(t):
-        tie[moving[t] & (target[t] == c)] = 0
+        tie[moving[t] & (m.holder[t] == c)] = 0
     return tie
+
+
+def _tag_combo(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray
+               ) -> np.ndarray:
+    """The tag combination a standby of ``t`` on ``c`` shows this round: ``c``'s own, except on a movement's
+    holder, whose standby sits on the target this round (the active runs on the holder)."""
+    cov = moving[t] & (c == m.holder[t])
+    return np.where(cov, m.client_combo[target[t]], m.client_combo[c])
 
 
 def _sink_arcs(arcs: "_Arcs", m: StreamsModel, base_client: int, sink: int, act: np.ndarray, box, K2: int,
@@ -734,7 +766,7 @@ def _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box):
     si, cj = np.meshgrid(np.arange(nS), np.arange(C), indexing="ij")
     si, cj = si.reshape(-1), cj.reshape(-1)
     t = S[si]
-    keep = (cj != active[t]) & ok_combo[cls[t], m.client_combo[cj]]
+    keep = (cj != target[t]) & ok_combo[cls[t], _tag_combo(m, t, cj, target, moving)]
     si, cj, t = si[keep], cj[keep], t[keep]
     cost = K1 * m.standby_cost(t, cj) + _ties(m, t, cj, target, moving)
     base_client = nS
@@ -791,11 +823,14 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
     et, ec = np.nonzero(cheaper & ok_cell[tpos])
     arcs.add("task_cell", et, base_cell + ec, need[et], K1 * rows[et, cell_rack[ec]] + 2)
     xk = np.unique(np.concatenate([m.state_c * T + m.state_t, m.held_keys,
-                                   (target * T + np.arange(T))[moving]]))
+                                   (m.holder * T + np.arange(T))[moving]]))
     xc, xt = xk // T, xk % T
-    keep = m.stateful[xt] & (xc != active[xt])
+    keep = m.stateful[xt] & (xc != target[xt])
     xt, xc = xt[keep], xc[keep]
-    keep = ok_cell[tpos[spos[xt]], client_cellpos[xc]]
+    ok_combo = np.zeros((max(allowed) + 1, M), dtype=bool)
+    for a, combos in allowed.items():
+        ok_combo[a, combos] = True
+    keep = ok_combo[cls[xt], _tag_combo(m, xt, xc, target, moving)]
     xt, xc = xt[keep], xc[keep]
     arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * m.standby_cost(xt, xc)
              + _ties(m, xt, xc, target, moving))
@@ -825,7 +860,7 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
         if len(slots) != len(units):
             raise SolverFaultError("standby flow: a pool's inflow and outflow differ")
         units = np.sort(units, kind="stable")
-        n_fixed, slots = _match_pool(units, slots, active, holds)
+        n_fixed, slots = _match_pool(units, slots, target, holds)
         repairs += n_fixed
         pool_t.append(units)
         pool_c.append(slots)

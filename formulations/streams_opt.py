@@ -110,7 +110,22 @@ def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None
         flow_plan = plan
         plan = solve_cpsat(model, options, started=t0, hint=flow_plan)
         plan = _keep_flow_unless_better(model, flow_plan, plan)
+        _best_bound(model, plan, flow_plan.bound)
     return plan_decision(model, plan)
+
+
+def _best_bound(m: StreamsModel, plan: StreamsPlan, flow_bound: int | None) -> None:
+    """The larger of CP-SAT's bound and the flow's: both bound every assignment balanced in every count, so
+    either holds for a plan that is (then so is the optimum); the plan is proven when it meets the bound."""
+    if plan.method == "cpsat":
+        balanced = plan.extra.get("balance_excess", 1) == 0
+    else:
+        balanced = all(plan.extra.get("balanced_counts", {"x": False}).values())
+    if flow_bound is None or not balanced:
+        return
+    plan.bound = flow_bound if plan.bound is None else max(plan.bound, flow_bound)
+    if plan.bound == target_cost(m, plan):
+        plan.status = "optimal"
 
 
 def _keep_flow_unless_better(m: StreamsModel, flow: StreamsPlan, cp: StreamsPlan) -> StreamsPlan:
@@ -122,6 +137,9 @@ def _keep_flow_unless_better(m: StreamsModel, flow: StreamsPlan, cp: StreamsPlan
         return cp
     if (target_cost(m, cp), cp.extra.get("movements", 0)) < (target_cost(m, flow), flow.extra.get("movements", 0)):
         return cp
-    flow.status, flow.bound = cp.status, cp.bound
+    if cp.status == "optimal":
+        flow.status = "optimal"
+    if cp.bound is not None:
+        flow.bound = cp.bound if flow.bound is None else max(flow.bound, cp.bound)
     flow.extra = {**flow.extra, "cpsat_status": cp.extra.get("cpsat_status"), "kept_flow_plan": True}
     return flow
