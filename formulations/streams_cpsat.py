@@ -210,10 +210,9 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         covering: dict[int, list[tuple[int, Any]]] = {}
         for i, (zv, _) in z.items():
             covering.setdefault(int(d.x_t[i]), []).append((int(d.x_c[i]), zv))
-        for t in np.flatnonzero(m.stateful).tolist():
-            # this round's replicas: the actives, the converged standbys (one on the holder is the active's
-            # client anyway), and a covering standby on the target
-            reps = holders.get(t, []) + [(int(d.s_c[j]), s[j]) for j in by_task_s[t]] + covering.get(t, [])
+        def spread(t: int, reps: list, need, tag: str) -> None:
+            """Task t's replicas ``reps`` ((client, indicator) pairs) cover at least ``need`` tag values."""
+            nonlocal n_tag_vars
             ys = []
             for k in range(K):
                 per_value: dict[int, list] = {}
@@ -222,12 +221,22 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                     if v >= 0:
                         per_value.setdefault(v, []).append(e)
                 for v, terms in per_value.items():
-                    y = cm.new_bool_var(f"y{t}_{k}_{v}")
+                    y = cm.new_bool_var(f"y{tag}{t}_{k}_{v}")
                     cm.add(y <= sum(terms))
                     ys.append(y)
                     n_tag_vars += 1
+            cm.add(sum(ys) >= need)
+
+        by_task_x = _group_lists(d.x_t, m.T)
+        for t in np.flatnonzero(m.stateful).tolist():
+            sb = [(int(d.s_c[j]), s[j]) for j in by_task_s[t]]
+            # this round's replicas: the actives, the converged standbys (one on the holder is the active's
+            # client anyway), and a covering standby on the target
             need = sum(int(best[m.client_combo[c]]) * e for c, e in holders.get(t, []))
-            cm.add(sum(ys) >= need - sum(by_task_w.get(t, [])))
+            spread(t, holders.get(t, []) + sb + covering.get(t, []), need - sum(by_task_w.get(t, [])), "")
+            if t in mv_expr:  # a task that may move: the converged assignment spreads its replicas too
+                tx = [(int(d.x_c[i]), x[i]) for i in by_task_x[t]]
+                spread(t, tx + sb, sum(int(best[m.client_combo[c]]) * e for c, e in tx), "c")
     # active tasks that leave their previous client: capped by max_moves, and a tie-break below
     kept_prev = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
     n_left = int(m.had.sum()) - sum(kept_prev) if kept_prev else int(m.had.sum())

@@ -767,6 +767,16 @@ def _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box):
     si, cj = si.reshape(-1), cj.reshape(-1)
     t = S[si]
     keep = (cj != target[t]) & ok_combo[cls[t], _tag_combo(m, t, cj, target, moving)]
+    if m.tag_keys and moving.any():
+        # a task that moves spreads its replicas around its target too (the converged assignment keeps the tag
+        # rule), where that leaves it enough clients
+        cls_t, allowed_t = allowed_combos(m, target)
+        ok_t = np.zeros((max(max(allowed_t), ok_combo.shape[0] - 1) + 1, len(m.combos)), dtype=bool)
+        for a, combos in allowed_t.items():
+            ok_t[a, combos] = True
+        both = keep & (~moving[t] | ok_t[cls_t[t], m.client_combo[cj]])
+        enough = np.bincount(si[both], minlength=nS) >= m.want
+        keep = np.where(enough[si], both, keep)
     si, cj, t = si[keep], cj[keep], t[keep]
     cost = K1 * m.standby_cost(t, cj) + _ties(m, t, cj, target, moving)
     base_client = nS
