@@ -172,6 +172,14 @@ class StreamsModel:
         held = np.isin(c * self.T + t, self.held_keys)
         return self.rep_cell[t, self.cell[c]] + np.where(held, 0, self.noc[t])
 
+    def cover_cost(self, t) -> np.ndarray:
+        """What covering a movement of ``t`` costs on top of the converged assignment: this round its holder's
+        standby sits on the target, a standby move unless the target held ``t`` before (the holder takes the
+        standby back once the task has moved, where it is held: no move). Counting it keeps the plan honest
+        about its path: the next rebalance measures the move from where the task then runs."""
+        t = np.asarray(t, dtype=np.int64)
+        return np.zeros(len(t), dtype=np.int64) if not len(t) else self.noc[t]
+
     def subtopology_boxes(self) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         """Per subtopology, its Balanced boxes (``balance_subtopology``)."""
         n_g = np.bincount(self.sub, minlength=self.G)
@@ -363,7 +371,20 @@ def target_cost(model: StreamsModel, plan: StreamsPlan) -> int:
         return 0
     cost = int(m.active_cost(np.arange(m.T), plan.target).sum())
     st, sc = _standby_pairs(m, plan, converged=True)
-    return cost + int(m.standby_cost(st, sc).sum())
+    return cost + int(m.standby_cost(st, sc).sum()) + cover_cost(m, plan.target, plan.standby)
+
+
+def cover_cost(m: StreamsModel, target: np.ndarray, standby: np.ndarray) -> int:
+    """The standby moves of this round's covering standbys (on a movement's target that never held the task):
+    paid on the way to the converged assignment (:meth:`StreamsModel.cover_cost`)."""
+    if not m.want or not m.T:
+        return 0
+    moving = movements(m, target)
+    cov = np.flatnonzero(moving & (standby == target[:, None]).any(axis=1))
+    if not len(cov):
+        return 0
+    fresh = ~np.isin(target[cov] * m.T + cov, m.held_keys)
+    return int(m.cover_cost(cov[fresh]).sum())
 
 
 def movements(model: StreamsModel, target: np.ndarray) -> np.ndarray:

@@ -737,6 +737,16 @@ def _ties(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, mov
     return tie
 
 
+def _cover(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray) -> np.ndarray:
+    """A converged standby on a movement's holder covers it: this round it sits on the target, a standby move
+    there unless the target held the task (:meth:`StreamsModel.cover_cost`)."""
+    cov = moving[t] & (c == m.holder[t]) & ~np.isin(target[t] * m.T + t, m.held_keys)
+    out = np.zeros(len(t), dtype=np.int64)
+    if cov.any():
+        out[cov] = m.cover_cost(t[cov])
+    return out
+
+
 def _tag_combo(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray
                ) -> np.ndarray:
     """The tag combination a standby of ``t`` on ``c`` shows this round: ``c``'s own, except on a movement's
@@ -778,7 +788,7 @@ def _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box):
         enough = np.bincount(si[both], minlength=nS) >= m.want
         keep = np.where(enough[si], both, keep)
     si, cj, t = si[keep], cj[keep], t[keep]
-    cost = K1 * m.standby_cost(t, cj) + _ties(m, t, cj, target, moving)
+    cost = K1 * (m.standby_cost(t, cj) + _cover(m, t, cj, target, moving)) + _ties(m, t, cj, target, moving)
     base_client = nS
     sink = nS + C
     supplies = np.zeros(sink + 1, dtype=np.int64)
@@ -842,8 +852,8 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
         ok_combo[a, combos] = True
     keep = ok_combo[cls[xt], _tag_combo(m, xt, xc, target, moving)]
     xt, xc = xt[keep], xc[keep]
-    arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * m.standby_cost(xt, xc)
-             + _ties(m, xt, xc, target, moving))
+    arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * (m.standby_cost(xt, xc)
+             + _cover(m, xt, xc, target, moving)) + _ties(m, xt, xc, target, moving))
     out, _ = arcs.solve(supplies)
 
     t_, h_, f_ = out["task_client"]

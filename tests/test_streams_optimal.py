@@ -148,7 +148,8 @@ def brute_force(snap):
     Every target (a client per task) whose active counts are Balanced, and for it
     every choice of ``want`` standbys per stateful task on clients other than its
     target: the converged assignment (this round a movement runs on its holder,
-    and a standby there sits on the target instead; the counts are the same).
+    and a standby there sits on the target instead; the counts are the same, and
+    that standby's move to a target that never held the task is paid on the way).
     Lexicographic: the least balance excess of
     stateful actives, replicas and (balance_subtopology) subtopologies; then the
     least cost of the converged assignment (moves + standby moves, priced with
@@ -165,6 +166,7 @@ def brute_force(snap):
     stateful = np.asarray(idx.stateful)
     subs = np.array([t.subtopology for t in snap.tasks])
     S = np.flatnonzero(stateful)
+    held = {(int(k // T), int(k % T)) for k in m.held_keys}
     best = None
     for tg in itertools.product(range(C), repeat=T):
         tg = np.array(tg, dtype=np.int64)
@@ -187,6 +189,8 @@ def brute_force(snap):
                 for c in cs:
                     rep[c] += 1
                     cost += int(m.standby_cost(np.array([t]), np.array([c]))[0])
+                if mv[t] and m.holder[t] in cs and (tg[t], t) not in held:
+                    cost += int(m.noc[t])  # this round the holder's standby sits on the target: a standby move
             e = e_fixed + (pair_excess(rep, th, bf) if want and len(S) else 0)
             key = (e, cost, int(mv.sum()))
             if best is None or key < best:
