@@ -23,7 +23,8 @@ eligible} x[t, c]`` on the task's holder.
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
     minimize, lexicographically: sum_k e_k; the cost of the converged assignment
-        sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c];  movements (each a round of waiting),
+        sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c]
+        + sum_{c never held t} noc_t z[t, c] (a covering standby's move);  movements (each a round of waiting),
         then active tasks leaving their previous client;
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.

@@ -16,12 +16,15 @@ stateful task; what the clients run this round follows from it:
                 target elsewhere is a *movement*: the task runs on its holder (the cheapest eligible
                 client) and the target gets a warm-up (at most max_warmup_replicas; one learner in
                 learner mode) unless it holds a standby of the task, which catches up in its place
-    standbys    on clients other than the task's active (and warm-up); with rack_aware_assignment_tags
-                spread over as many tag values as the clients allow
+    standbys    converged: on clients other than the task's target; this round a movement's standby on its
+                holder sits on the target instead (catching up in a warm-up's place); with
+                rack_aware_assignment_tags spread over as many tag values as the clients allow, around what
+                runs and, for a task that moves, around its target
     objective   minimize  non_overlap_cost * (moves + standby_moves) + traffic_cost * cross_rack
                 of the converged assignment (targets as actives), a standby move being a standby on a
-                client that held the task in no role; then the fewest movements (each waits a round);
-                then the fewest active tasks leaving their client (nothing moves for nothing)
+                client that held the task in no role, plus the standby move of each covering standby (paid
+                on the way); then the fewest movements (each waits a round); then the fewest active tasks
+                leaving their client (nothing moves for nothing)
 
 So the balance factor is slack within which stickiness wins: a balanced
 assignment that moves nothing costs 0 and is kept. When nothing waits, the
