@@ -202,6 +202,10 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     hulls = {k: box_hull(v) for k, v in options.items() if v and k != "sub"}
     if sub_boxes:
         hulls["sub"] = [box_hull(b) for b in sub_boxes]
+        # the product of the subtopologies' boxes is too many flows: the most even boxes, and (a relaxation
+        # that keeps the bound true for the others) the hull of each subtopology's boxes
+        if any(len(b) > 1 for b in sub_boxes):
+            options["sub"].append(hulls["sub"])
 
     def excess_of(sol: ActiveSolution, k: str) -> int:
         tg = sol.target
@@ -235,6 +239,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     heap = [((root.value, root.movements), 0, {}, root)]
     tick = 1
     best = None  # ((act excess > 0, other excess, value, movements), sol)
+    loose: list[int] = []
     while heap:
         value, _, choice, sol = heapq.heappop(heap)
         if best is not None and best[0][1] == 0 and value >= best[0][2:]:
@@ -247,6 +252,8 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
                 best = (key, sol)
         open_k = [k for k in counts if k not in choice and exc[k] > 0]
         if not open_k:
+            if any(exc[k] > 0 and choice.get(k) is not None for k in choice):
+                loose.append(value[0])  # a relaxed box (a hull) left unbalanced: its value still bounds its part
             continue
         if flows >= max_flows:
             heapq.heappush(heap, (value, tick, choice, sol))
@@ -282,7 +289,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     # the incumbent; only when no count's list of boxes was cut short (MAX_BOXES), else some were never tried
     complete = all(len(options[k]) < MAX_BOXES for k in counts if k != "sub") and \
         all(len(b) < MAX_BOXES for b in (sub_boxes or []))
-    bound = min([v[0] for v, *_ in heap] + [key[2]]) if complete else None
+    bound = min([v[0] for v, *_ in heap] + [key[2]] + loose) if complete else None
     return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts}
 
 

@@ -142,6 +142,27 @@ def pair_excess(counts, threads, bf) -> int:
     return int(max(0, (w[None, :] * n[:, None] - w[:, None] * n[None, :] - bf * w[None, :]).max()))
 
 
+def tags_spread(snap, target, standbys) -> bool:
+    """The KIP-708 rule on a converged assignment (``standbys``: per stateful task, its clients): no standby
+    could move to a client holding no replica of the task and add a tag value without losing one."""
+    from stickyflow.streams_check import fully_spread, tag_combinations, tag_spread_improvement
+
+    combos, client_combo, counts = tag_combinations(snap)
+    if len(combos) <= 1:
+        return True
+    rows = combos.tolist()
+    for t, cs in standbys.items():
+        holders = [int(target[t]), *cs]
+        reps = [int(client_combo[c]) for c in holders]
+        if fully_spread(rows, reps):
+            continue
+        held = np.bincount(client_combo[holders], minlength=len(combos))
+        free = (counts - held > 0).tolist()
+        if any(tag_spread_improvement(rows, reps, free, pos) for pos in range(1, len(reps))):
+            return False
+    return True
+
+
 def brute_force(snap):
     """The model's optimum by enumeration, written from the spec, not from the formulations.
 
@@ -167,6 +188,7 @@ def brute_force(snap):
     subs = np.array([t.subtopology for t in snap.tasks])
     S = np.flatnonzero(stateful)
     held = {(int(k // T), int(k % T)) for k in m.held_keys}
+    tagged = bool(cfg.rack_aware_assignment_tags) and want > 0
     best = None
     for tg in itertools.product(range(C), repeat=T):
         tg = np.array(tg, dtype=np.int64)
@@ -183,6 +205,8 @@ def brute_force(snap):
         options = [list(itertools.combinations([c for c in range(C) if c != tg[t]], want)) for t in S] \
             if want else [[()]]
         for choice in itertools.product(*options):
+            if tagged and not tags_spread(snap, tg, dict(zip(S.tolist(), choice))):
+                continue
             rep = act.copy()
             cost = a_cost
             for t, cs in zip(S.tolist(), choice):
@@ -228,6 +252,28 @@ def test_optimum_confirmed_by_brute_force(seed):
         checked += 1
     print(f"\n[brute force] {checked} tiny instances: CP-SAT's optimum equal every time; the flow proven "
           f"optimal on {proven_flow}")
+    assert checked == 25
+
+
+def test_tag_floor_bounds_brute_force(seed):
+    """With a zone tag (KIP-708) the flow prices each task's standbys away from its target's zone: every
+    relaxation stays at or below the optimum over the assignments that spread by zone, found by enumeration."""
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(25):
+        doc = tiny_snapshot(rng)
+        doc["config"].update(num_standby_replicas=1, rack_aware_assignment_tags=["zone"])
+        for c in doc["clients"]:
+            c["tags"] = {"zone": rng.choice(["z0", "z1", "z2"])}
+        snap = stickyflow.parse_snapshot(doc)
+        found = brute_force(snap)
+        fl = solve_streams(snap, SolveOptions(method="flow"))
+        assert "bound_fault" not in fl.extra, (doc, fl.extra)
+        if found is not None and found[0] == 0:
+            assert max(fl.extra.get("relaxation_values") or [0]) <= found[1], (doc, fl.extra, found)
+            assert fl.extra["target_bound"] is None or fl.extra["target_bound"] <= found[1], (doc, fl.extra, found)
+        check_result(snap, stickyflow.assign(snap, "optimal", method="flow"))
+        checked += 1
     assert checked == 25
 
 
