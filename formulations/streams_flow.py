@@ -331,6 +331,8 @@ class StandbyFloor:
         self.S = np.zeros(T, dtype=np.int64)
         self.pw = np.zeros(T, dtype=np.int64)
         self.pn = np.zeros(T, dtype=np.int64)
+        self.pn2 = np.zeros(T, dtype=np.int64)
+        self.tag_value = None
         if not m.want or not T or not m.stateful.any():
             return
         n_r = np.bincount(m.cell, minlength=R1)
@@ -351,23 +353,62 @@ class StandbyFloor:
             slot = np.arange(len(ht)) - np.repeat(np.cumsum(k) - k, k)
             P[ht, R1 + slot] = m.rep_cell[ht, m.cell[hcl]]
             N[ht, R1 + slot] = 1
-        order = np.argsort(P, axis=1, kind="stable")
-        P = np.take_along_axis(P, order, axis=1)
-        N = np.take_along_axis(N, order, axis=1)
-        cum = np.cumsum(N, axis=1)
-        w = m.want
-        take = np.clip(w - (cum - N), 0, N)
-        S = (take * np.minimum(P, np.iinfo(np.int64).max // 8)).sum(axis=1)
-        rows = np.arange(T)
-        iw = np.argmax(cum >= w, axis=1)
-        inn = np.argmax(cum >= w + 1, axis=1)
-        pw = P[rows, iw]
-        pn = np.where(cum[:, -1] >= w + 1, P[rows, inn], P[rows, iw])
+        S, pw, pn, pn2 = _cheapest(P, N, m.want)
         st = m.stateful
         self.S = np.where(st, S, 0)
         self.pw = np.where(st, pw, 0)
         self.pn = np.where(st, pn, 0)
-        self.cell = np.where(st[:, None], self._leave(np.arange(T)[:, None], price_free), 0)
+        self.pn2 = np.where(st, pn2, 0)
+        cell = np.where(st[:, None], self._leave(np.arange(T)[:, None], price_free), 0)
+        # a movement to a client that never held the task: either the holder keeps a converged standby, which
+        # covers the move this round from the target (a standby move, StreamsModel.cover_cost), or the standbys
+        # leave out the holder as well as the target
+        mv = np.flatnonzero(st & m.constrained & (m.holder >= 0))
+        if len(mv):
+            ph = m.standby_cost(mv, m.holder[mv])[:, None]
+            both = self._leave2(mv[:, None], price_free[mv], ph)
+            cell[mv] = np.minimum(cell[mv] + m.cover_cost(mv)[:, None], both)
+        if _tags_exclude_active_value(m):
+            cell = np.maximum(cell, self._tagged(P, N, R1, price_free, ht, hcl, slot if len(ht) else None))
+        self.cell = cell
+
+    def _tagged(self, P, N, R1, price_free, ht, hcl, slot) -> np.ndarray:
+        """With one tag key of more values than replicas, every replica of a task has its own value (else a
+        standby could move to an unused value: the spread rule), so the standbys avoid the target's value:
+        the floor with every client of that value left out, per value (``tag_S``), and per rack cell the least
+        over the values its clients have, a movement's cover priced as in :meth:`__init__`."""
+        m = self.m
+        T = m.T
+        val = m.client_combo
+        V = len(m.combos)
+        self.tag_value = val
+        self.tag_S = np.zeros((T, V), dtype=np.int64)
+        rack_has = np.zeros((R1, V), dtype=bool)
+        rack_has[m.cell, val] = True
+        n_rv = np.zeros((R1, V), dtype=np.int64)
+        np.add.at(n_rv, (m.cell, val), 1)
+        h_rv = np.zeros((T, R1, V), dtype=np.int64)
+        np.add.at(h_rv, (m.held_t, m.cell[m.held_c], val[m.held_c]), 1)
+        st = m.stateful
+        mv = st & m.constrained & (m.holder >= 0)
+        hval = np.where(mv, val[np.maximum(m.holder, 0)], -1)
+        ph = np.where(mv, m.standby_cost(np.arange(T), np.maximum(m.holder, 0)), 0)
+        cover = m.cover_cost(np.arange(T))
+        big = np.iinfo(np.int64).max // 4
+        out = np.full((T, R1), big, dtype=np.int64)
+        for a in range(V):
+            Na = N.copy()
+            Na[:, :R1] = (n_rv.sum(axis=1) - n_rv[:, a])[None, :] - (h_rv.sum(axis=2) - h_rv[:, :, a])
+            if slot is not None:
+                Na[ht, R1 + slot] = (val[hcl] != a).astype(np.int64)
+            S, pw, pn, _ = _cheapest(P, Na, m.want)
+            S = np.where(st, S, 0)
+            self.tag_S[:, a] = S
+            # a movement whose holder has another value: the holder's standby covers it, or it is left out
+            left = np.where(ph <= pw, S - ph + pn, S)
+            f = np.where(mv & (hval != a), np.minimum(S + cover, left), S)
+            out = np.where(rack_has[:, a][None, :], np.minimum(out, f[:, None]), out)
+        return np.where(out >= big, 0, out)
 
     def upper(self) -> np.ndarray:
         """Per task, no floor is above this."""
@@ -376,12 +417,47 @@ class StandbyFloor:
     def _leave(self, t, p):
         return np.where(p <= self.pw[t], self.S[t] - p + self.pn[t], self.S[t])
 
+    def _leave2(self, t, p, q):
+        """The floor with two clients left out, of prices ``p`` and ``q`` (both in the task's list)."""
+        a, b = np.minimum(p, q), np.maximum(p, q)
+        S, pw, pn, pn2 = self.S[t], self.pw[t], self.pn[t], self.pn2[t]
+        return np.where(a > pw, S, np.where(b > pn, S - a + pn, S - a - b + pn + pn2))
+
     def pairs(self, t: np.ndarray, c: np.ndarray) -> np.ndarray:
         m = self.m
         if not m.want or not len(t):
             return np.zeros(len(t), dtype=np.int64)
         p = m.standby_cost(t, c)
-        return np.where(m.stateful[t], self._leave(t, p), 0)
+        out = np.where(m.stateful[t], self._leave(t, p), 0)
+        if self.tag_value is not None:
+            out = np.maximum(out, self.tag_S[t, self.tag_value[c]])
+        return out
+
+
+def _tags_exclude_active_value(m: StreamsModel) -> bool:
+    """One tag key, every client with a value, more values than a task's replicas (and few enough to price
+    one by one): then the spread rule gives every replica of a task its own value."""
+    return len(m.tag_keys) == 1 and m.want > 0 and m.want + 1 <= len(m.combos) <= 16 and \
+        bool((m.combos[:, 0] >= 0).all()) and m.T * (m.R + 1) * len(m.combos) <= 4_000_000
+
+
+def _cheapest(P: np.ndarray, N: np.ndarray, w: int) -> tuple[np.ndarray, ...]:
+    """Per row of prices ``P`` with counts ``N``: the sum of the ``w`` cheapest units, the price of the
+    ``w``-th, of the next and of the one after (the last one present where there are fewer)."""
+    order = np.argsort(P, axis=1, kind="stable")
+    P = np.take_along_axis(P, order, axis=1)
+    N = np.take_along_axis(N, order, axis=1)
+    cum = np.cumsum(N, axis=1)
+    take = np.clip(w - (cum - N), 0, N)
+    S = (take * np.minimum(P, np.iinfo(np.int64).max // 8)).sum(axis=1)
+    rows = np.arange(len(P))
+    iw = np.argmax(cum >= w, axis=1)
+    inn = np.argmax(cum >= w + 1, axis=1)
+    pw = P[rows, iw]
+    pn = np.where(cum[:, -1] >= w + 1, P[rows, inn], P[rows, iw])
+    inn2 = np.argmax(cum >= w + 2, axis=1)
+    pn2 = np.where(cum[:, -1] >= w + 2, P[rows, inn2], pn)
+    return S, pw, pn, pn2
 
 
 def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "StandbyFloor | None" = None
