@@ -43,6 +43,25 @@ MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones neares
 # --------------------------------------------------------------------------- balance
 
 def balance_boxes(n: int, threads: np.ndarray, balance_factor: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every box ``(lo, hi)`` of **Balanced** counts of ``n`` tasks over clients of ``threads`` (see
+    :func:`_balance_boxes`; the same arguments give the same boxes, computed once)."""
+    threads = np.asarray(threads, dtype=np.int64)
+    key = (int(n), threads.tobytes(), int(balance_factor))
+    hit = _BOX_CACHE.get(key)
+    if hit is None:
+        if len(_BOX_CACHE) >= 64:
+            _BOX_CACHE.clear()
+        hit = _BOX_CACHE[key] = _balance_boxes(n, threads, balance_factor)
+        for lo, hi in hit:
+            lo.setflags(write=False)
+            hi.setflags(write=False)
+    return list(hit)
+
+
+_BOX_CACHE: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = {}
+
+
+def _balance_boxes(n: int, threads: np.ndarray, balance_factor: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
     """Every box ``(lo, hi)`` of **Balanced** counts of ``n`` tasks over clients of ``threads``.
 
     One box per candidate least level ``m`` (``lo = ceil(threads m)``, ``hi =

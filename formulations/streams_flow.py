@@ -32,7 +32,15 @@ Every flow is a relaxation (standbys priced at their floor, or in the flow
 with one role per client relaxed), so the least flow value over the open
 boxes bounds the cost of every assignment balanced in every count: the
 proven lower bound in ``solver.bound`` when the answer is itself balanced in
-every count (then so is the optimum) and every box was tried.
+every count (then so is the optimum) and every box was tried. Under
+``balance_subtopology`` the search tries the most even box of every
+subtopology and, for the bound, the hull of each subtopology's boxes.
+
+The floors ignore how many replicas a client may hold. When the bound leaves
+a gap, :func:`replica_lagrangian` prices that in: one added to every replica
+on the clients the relaxation overfills, the search again, less what the
+price adds at full clients. Each such value is a bound too (a Lagrangian
+relaxation) and each target a candidate answer.
 
 **Standbys**, given what runs: every stateful task sends ``want`` units to
 clients other than its active one; a unit costs ``K1 * standby_cost(t, c) +
@@ -51,7 +59,7 @@ within the budget.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -66,6 +74,7 @@ __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "al
 
 EXPLICIT_STANDBY_ARCS = 400_000  # above this many (task, client) pairs the standby flow uses rack pools
 MAX_EXPLICIT_STANDBY_ARCS = 4_000_000  # ... unless the pools fail, up to this many
+LAGRANGIAN_STEPS = 2  # rounds of pricing replica balance into the floors when the first bound leaves a gap
 
 
 def _ortools():
@@ -88,7 +97,7 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     # two relaxations, each a proven bound and a target: standbys in the flow with replica balance (one role
     # per client relaxed), and standbys priced per task by where the active goes (capacities relaxed)
     runs = [best_target(m, joint=True)]
-    if m.want and m.stateful.any():
+    if m.want and m.stateful.any() and runs[0][2]["joint_flows"]:  # else the same search, run twice
         runs.append(best_target(m, joint=False))
     extra = {"t_actives": round(time.perf_counter() - t0, 4)}
     t1 = time.perf_counter()
@@ -97,17 +106,30 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     prev = _previous_owner(m)
     if m.T and (prev >= 0).all():  # the flows' stages may miss it: never answer worse than keeping every task
         targets.append((prev, {**runs[0][2], "kept": True}))
-    for target, info in targets:
+
+    def consider(target, info):
+        nonlocal best
         plan = complete_plan(m, target)
         balanced = _counts_balanced(m, plan)
         key = (not balanced["active"], sum(not v for v in balanced.values()), target_cost(m, plan),
                plan.extra["movements"], int((m.had & (target != prev)).sum()))
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
-    _, plan, balanced, info = best
+
+    for target, info in targets:
+        consider(target, info)
     # Each search's value bounds every assignment balanced in every count (its flows are relaxations), so the
     # larger is a proven bound on the optimum whenever the answer is balanced in every count (so the optimum is)
     extra["relaxation_values"] = [int(b) for _, b, _ in runs if b is not None]
+    key0 = best[0]
+    if m.want and m.stateful.any() and not key0[1] and max(extra["relaxation_values"], default=key0[2]) < key0[2]:
+        # the floors ignore how many replicas a client may hold: price that in, and try the targets it gives
+        values, lag_targets = replica_lagrangian(m, runs[-1][0].target)
+        extra["lagrangian_values"] = values
+        for target in lag_targets:
+            consider(target, {**runs[-1][2], "lagrangian": True})
+        extra["relaxation_values"] += values
+    _, plan, balanced, info = best
     extra.update(info)
     extra["t_standbys"] = round(time.perf_counter() - t1, 4)
     tc = target_cost(m, plan)
@@ -123,6 +145,75 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     plan.status = "optimal" if bound is not None and bound == tc else "feasible"
     plan.extra = {**extra, **plan.extra, "balanced_counts": balanced, "t_flow": round(time.perf_counter() - t0, 4)}
     return plan
+
+
+def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANGIAN_STEPS
+                       ) -> tuple[list[int], list[np.ndarray]]:
+    """Lower bounds that price replica balance into the standby floors, and the targets found on the way.
+
+    Every assignment balanced in replicas holds at most ``hi_c`` replicas per
+    client (the hull of the replica boxes), so for any ``lam >= 0`` the floor
+    search with ``lam_c`` added to every replica on client ``c`` (active and
+    standby), less ``sum(lam * hi)``, is a lower bound (a Lagrangian
+    relaxation). ``lam`` is 1 on the clients the previous relaxation fills
+    beyond ``hi`` (with its standbys where they are cheapest, capacities
+    ignored), and stays 1 where a client is still full; 0 elsewhere. The
+    prices stay per rack cell: a cell splits by ``lam``.
+    """
+    S = np.flatnonzero(m.stateful)
+    _, hi = box_hull(balance_boxes(m.T + m.want * len(S), m.threads, m.bf))
+    lam = np.zeros(m.C, dtype=np.int64)
+    values: list[int] = []
+    targets: list[np.ndarray] = []
+    shifted = m
+    for _ in range(steps):
+        count = np.bincount(target, minlength=m.C) + _free_standbys(shifted, S, target)
+        new = ((count > hi) | ((lam > 0) & (count >= hi))).astype(np.int64)
+        if not new.any() or (new == lam).all():
+            break
+        lam = new
+        shifted = _shift_replicas(m, lam)
+        try:
+            sol, b, _ = best_target(shifted, joint=False)
+        except InfeasibleError:
+            break
+        if b is None:
+            break
+        values.append(int(b) - int((lam * hi).sum()))
+        targets.append(sol.target)
+        target = sol.target
+    return values, targets
+
+
+def _shift_replicas(m: StreamsModel, lam: np.ndarray) -> StreamsModel:
+    """``m`` with ``lam[c]`` added to the traffic of every replica on client ``c`` (cells split by ``lam``)."""
+    vals, cls = np.unique(lam, return_inverse=True)
+    V, R1 = len(vals), m.R + 1
+    base = np.repeat(np.arange(R1), V)
+    add = np.tile(vals, R1)[None, :]
+    return replace(m, cell=m.cell * V + cls.reshape(-1), R=V * R1 - 1, act_cell=m.act_cell[:, base] + add,
+                   rep_cell=m.rep_cell[:, base] + add)
+
+
+def _free_standbys(m: StreamsModel, S: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Standbys per client when each goes where it is cheapest for ``target``, capacities ignored."""
+    wide = (np.zeros(m.C, dtype=np.int64), np.full(m.C, m.T * (m.want + 1) + 1, dtype=np.int64))
+    try:
+        cls, allowed = allowed_combos(m, target)
+        _, cs, _, _ = _standby_flow(m, S, target, target, movements(m, target), cls, allowed,
+                                    np.bincount(target, minlength=m.C), wide)
+        return np.bincount(cs, minlength=m.C)
+    except (SolverFaultError, InfeasibleError):  # a rack pool too small, or tags: each at its cheapest held
+        ht, hc = m.held_t, m.held_c
+        ok = m.stateful[ht] & (hc != target[ht])
+        ht, hc = ht[ok], hc[ok]
+        price = m.standby_cost(ht, hc)
+        o = np.lexsort((price, ht))
+        ht, hc, price = ht[o], hc[o], price[o]
+        first = np.r_[True, ht[1:] != ht[:-1]] if len(ht) else np.zeros(0, dtype=bool)
+        ht, hc, price = ht[first], hc[first], price[first]
+        fresh = (m.rep_cell + m.noc[:, None]).min(axis=1)
+        return np.bincount(hc[price <= fresh[ht]], minlength=m.C)
 
 
 def _previous_owner(m: StreamsModel) -> np.ndarray:
@@ -217,14 +308,15 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
             return balance_excess(np.bincount(tg, minlength=C) + sol.standbys, th, bf)
         return sum(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) for g in range(m.G))
 
-    flows = 0
+    flows = joint_flows = 0
 
     def run(choice: dict):
-        nonlocal flows
+        nonlocal flows, joint_flows
         flows += 1
         # an unfixed count is off (only movements and cost speak), except active tasks: their hull
         box = {k: choice.get(k) for k in counts}
         box["act"] = choice.get("act", hulls["act"])
+        joint_flows += box.get("rep") is not None
         try:
             return solve_actives(m, box["act"], box.get("stf"), box.get("sub"), box.get("rep"), floor)
         except InfeasibleError:
@@ -290,7 +382,8 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     complete = all(len(options[k]) < MAX_BOXES for k in counts if k != "sub") and \
         all(len(b) < MAX_BOXES for b in (sub_boxes or []))
     bound = min([v[0] for v, *_ in heap] + [key[2]] + loose) if complete else None
-    return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts}
+    return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts,
+                        "joint_flows": joint_flows}
 
 
 # --------------------------------------------------------------------------- actives
@@ -322,6 +415,14 @@ class StandbyFloor:
     p_w``, else ``S``. ``cell[t, r]`` is the floor with the active on a client
     of rack ``r`` that did not hold the task; :meth:`pairs` gives it for any
     (task, client) pairs.
+
+    Two refinements keep it a floor and make it tighter. A *movement* to a
+    client that never held the task either keeps a standby on the holder,
+    which this round covers the move from the target (a standby move,
+    ``cover_cost``), or leaves the holder out as well: the cheaper of the two.
+    With one tag key of more values than a task has replicas, every replica
+    has its own value (the spread rule), so the standbys avoid every client of
+    the target's value.
     """
 
     def __init__(self, m: StreamsModel):

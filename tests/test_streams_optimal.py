@@ -277,6 +277,23 @@ def test_tag_floor_bounds_brute_force(seed):
     assert checked == 25
 
 
+def test_replica_lagrangian_proves_what_the_floors_cannot():
+    """120 tasks x 12 clients, one standby, racks: the standby floors ignore how many replicas a client may
+    hold, and stop at 38; pricing replica balance in (a Lagrangian relaxation) proves the flow's 40 optimal.
+    CP-SAT, solving the same model on its own, finds nothing cheaper than that bound."""
+    doc = streams_snapshot("steady", tasks=120, clients=12, seed=2, racks=3, num_standby_replicas=1, subtopologies=4,
+                           stateful_fraction=0.5, config={"rack_aware_assignment_strategy": "min_traffic",
+                                                          "rack_aware_assignment_tags": []})
+    snap = stickyflow.parse_snapshot(doc)
+    fl = solve_streams(snap, SolveOptions(method="flow"))
+    first, lagrangian = fl.extra["relaxation_values"][0], fl.extra["lagrangian_values"]
+    assert max(lagrangian) > first, fl.extra
+    assert fl.status == "optimal" and fl.extra["target_bound"] == fl.extra["target_cost"], fl.extra
+    cp = solve_streams(snap, SolveOptions(method="cpsat", time_limit=5, num_workers=1))
+    assert cp.extra["target_cost"] >= fl.extra["target_bound"], (cp.extra, fl.extra)
+    check_result(snap, stickyflow.assign(snap, "optimal", method="flow"))
+
+
 # --------------------------------------------------------------------------- flow and CP-SAT agree
 
 def test_flow_and_cpsat_agree(seed):
