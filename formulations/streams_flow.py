@@ -94,8 +94,9 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
         return StreamsPlan(target=empty, active=empty, warmup=empty.copy(),
                            standby=np.full((m.T, m.want), -1, dtype=np.int64), method="flow", status="optimal",
                            bound=0, extra={"movements": 0})
-    # two relaxations, each a proven bound and a target: standbys in the flow with replica balance (one role
-    # per client relaxed), and standbys priced per task by where the active goes (capacities relaxed)
+    # relaxations, each a proven bound and a target: standbys priced per task by where the active goes
+    # (capacities relaxed); the joint flow (standbys in the flow with replica balance, one role per client
+    # relaxed) only where the search branched on replicas
     runs = [best_target(m, joint=True)]
     if m.want and m.stateful.any() and runs[0][2]["joint_flows"]:  # else the same search, run twice
         runs.append(best_target(m, joint=False))
