@@ -113,11 +113,11 @@ def _prepare(snap: ConsumerSnapshot) -> _Data:
     member_class = np.full(len(snap.members), -1, dtype=np.int64)
     member_cell = np.full(len(snap.members), -1, dtype=np.int64)
     readable: dict[tuple[str, ...], frozenset[str]] = {}  # one set per distinct subscription, not per member
+    nonempty = frozenset(t for t, v in snap.topics.items() if v.partitions)
     for i, m in enumerate(snap.members):
         s = readable.get(m.subscription)
         if s is None:
-            s = readable[m.subscription] = frozenset(t for t in m.subscription
-                                                     if t in snap.topics and snap.topics[t].partitions)
+            s = readable[m.subscription] = nonempty.intersection(m.subscription)
         if not s:
             continue
         c = class_id.setdefault(s, len(class_id))
@@ -144,14 +144,17 @@ def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     n_classes = len(d.classes)
     size = np.bincount(d.member_class[d.member_class >= 0], minlength=n_classes)
     P = np.array([d.snap.topics[t].partitions for t in d.topics], dtype=np.int64)
-    tindex = {t: j for j, t in enumerate(d.topics)}
-    tail, head = [], []
-    for c, s in enumerate(d.classes):
-        for t in d.topics:  # snapshot order, not set order: the arc order must not depend on hashing
-            if t in s:
-                tail.append(tindex[t])
-                head.append(c)
-    return P, np.asarray(tail, dtype=np.int64), np.asarray(head, dtype=np.int64), size
+    tails, heads = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for j, t in enumerate(d.topics):  # per topic, the classes of its readers (numpy, not per member)
+        if not P[j]:
+            continue
+        cls = np.unique(d.member_class[np.asarray(d.subscribers[t], dtype=np.int64)])
+        cls = cls[cls >= 0]
+        tails.append(np.full(len(cls), j, dtype=np.int64))
+        heads.append(cls)
+    tail, head = np.concatenate(tails), np.concatenate(heads)
+    order = np.lexsort((tail, head))  # by class, then topic in snapshot order: never by hashing
+    return P, tail[order], head[order], size
 
 
 def _class_loads(d: _Data, graph: tuple | None = None, beta: int | None = None) -> np.ndarray:
@@ -249,8 +252,17 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
                         objective=cost, bound=cost, extra={"sum_squared_loads": 0, "cost": cost})
     member_ok = d.member_class >= 0
     graph = beta = None
-    if len(d.classes) >= _MANY_CLASSES:
+    if _WARM_START and len(d.classes) > 1 and not (d.rack_aware and d.tc != 0):
         graph = _class_graph(d)
+        warm = _warm_start(d, graph)
+        if warm is not None:
+            assignment, cost, sumsq = warm
+            cost += d.noc * _orphaned(d)
+            return Decision(assignment=assignment, method="flow", status="optimal", objective=cost, bound=cost,
+                            extra={"sum_squared_loads": sumsq, "cost": cost,
+                                   "build_and_solve_s": time.perf_counter() - t0, "shortcut": "warm-start"})
+    if len(d.classes) >= _MANY_CLASSES:
+        graph = graph or _class_graph(d)
         beta = _min_max_load(d, *graph)
     if beta is not None and beta <= _SMALL_LOADS:
         # many classes and small loads: phase 1 would cost what phase 2 does; price every load level
@@ -283,6 +295,129 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
 
 
 _FAST_PATH = True  # tests switch it off to hold the closed form against the flow
+_WARM_START = True  # ... and this one to hold the warm start against it
+
+
+def _warm_start(d: _Data, graph: tuple):
+    """Keep every validly owned partition, deal the others out, and prove that optimal; else None.
+
+    With mixed subscriptions and no rack costs, a rebalance where members only
+    leave often needs no move beyond the orphans: every valid owner keeps all
+    it owns (the fewest moves any assignment can make), and each topic's
+    orphans (fewest subscribers first) go to its least-loaded subscribers.
+    That is the optimum exactly when its loads have the least sum of squares,
+    and a load vector has it exactly when no chain of single-partition
+    handovers (a member holding a partition of a topic that the next member
+    reads) leads from a member with load ``l`` to one with ``l - 2`` or less:
+    such a chain is the only kind of negative cycle the balance flow can have.
+    The proof is a reachability search over members and topics (numpy, no
+    step per partition); when it fails, the flow decides. Returns what
+    :func:`_phase2` returns.
+    """
+    snap = d.snap
+    M, T = len(snap.members), len(d.topics)
+    P, tail, head, _ = graph
+    ok = d.member_class >= 0
+    reads = np.zeros((len(d.classes), T), dtype=bool)
+    reads[head, tail] = True
+    sub = np.zeros((M, T), dtype=bool)
+    sub[ok] = reads[d.member_class[ok]]
+    offsets = np.zeros(T + 1, dtype=np.int64)
+    np.cumsum(P, out=offsets[1:])
+    owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64)
+    topic_of = np.repeat(np.arange(T), P)
+    claimed = owner >= 0
+    keep = claimed.copy()
+    keep[claimed] = sub[owner[claimed], topic_of[claimed]]
+    load = np.bincount(owner[keep], minlength=M)
+    holds = np.zeros((M, T), dtype=bool)
+    holds[owner[keep], topic_of[keep]] = True
+    orphans = np.bincount(topic_of[~keep], minlength=T)
+    dealt = _deal_orphans(load, ok, sub, orphans)
+    if dealt is None:
+        return None
+    dj, dm, dn = dealt
+    np.add.at(load, dm, dn)
+    holds[dm, dj] = True
+    if not _least_square_sum(load, ok, holds, sub):
+        return None
+    new_owner = np.where(keep, owner, -1)
+    free = np.flatnonzero(~keep)  # topic-major, as (dj, dm) are
+    new_owner[free] = np.repeat(dm, dn)
+    assignment = ArrayAssignment(snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
+    moves = int(np.count_nonzero(claimed)) - int(np.count_nonzero(keep))
+    return assignment, d.noc * moves, int(np.dot(load, load))
+
+
+def _deal_orphans(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np.ndarray):
+    """The orphans of each topic dealt to its readers with the least sum of squared loads, the kept loads
+    fixed: one small flow (topic -> reader -> sink, one unit arc per load level). Returns (topic, member,
+    count) arrays sorted by topic, or None when the levels offered do not take every orphan."""
+    total = int(orphans.sum())
+    if not total:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
+    M, T = sub.shape
+    readable = sub.astype(np.int64) @ orphans  # no member takes more orphans than it reads
+    top = max(int(load[ok].max()), -(-(int(load[ok].sum()) + total) // int(ok.sum()))) + 1
+    first = _deal_flow(load, sub, orphans, np.where(ok, np.minimum(np.maximum(top - load, 0), readable), 0))
+    if first is not None or int(readable.sum()) > _WARM_MAX_LEVELS:
+        return first
+    return _deal_flow(load, sub, orphans, np.where(ok, readable, 0))  # a few members must take far more
+
+
+_WARM_MAX_LEVELS = 2_000_000  # load-level arcs the warm start may build before it leaves the question to the flow
+
+
+def _deal_flow(load: np.ndarray, sub: np.ndarray, orphans: np.ndarray, levels: np.ndarray):
+    _, min_cost_flow = _ortools()
+    M, T = sub.shape
+    total = int(orphans.sum())
+    rows, cols = np.nonzero(sub[:, orphans > 0].T)  # (topic with orphans, reader), topic-major
+    tj = np.flatnonzero(orphans > 0)[rows]
+    lm = np.repeat(np.arange(M), levels)
+    q = load[lm] + np.arange(len(lm)) - np.repeat(np.cumsum(levels) - levels, levels)
+    f = min_cost_flow.SimpleMinCostFlow()
+    deal_arcs = f.add_arcs_with_capacity_and_unit_cost(tj, T + cols, orphans[tj].astype(np.int64),
+                                                       np.zeros(len(tj), dtype=np.int64))
+    f.add_arcs_with_capacity_and_unit_cost(T + lm, np.full(len(lm), T + M, dtype=np.int64),
+                                           np.ones(len(lm), dtype=np.int64), 2 * q + 1)
+    supplies = np.zeros(T + M + 1, dtype=np.int64)
+    supplies[:T] = orphans
+    supplies[T + M] = -total
+    f.set_nodes_supplies(np.arange(T + M + 1), supplies)
+    if f.solve() != f.OPTIMAL:
+        return None
+    flow = f.flows(deal_arcs)
+    used = flow > 0
+    return tj[used], cols[used], flow[used].astype(np.int64)
+
+
+def _least_square_sum(load: np.ndarray, ok: np.ndarray, holds: np.ndarray, sub: np.ndarray) -> bool:
+    """No handover chain from a member with load ``l`` to one with ``l - 2`` or less (see :func:`_warm_start`).
+
+    >>> sub = np.array([[True], [True]])
+    >>> _least_square_sum(np.array([3, 1]), np.array([True, True]), np.array([[True], [False]]), sub)
+    False
+    >>> _least_square_sum(np.array([2, 1]), np.array([True, True]), np.array([[True], [True]]), sub)
+    True
+    """
+    if not ok.any():
+        return True
+    low = int(load[ok].min())
+    for level in sorted(set(load[ok].tolist()), reverse=True):
+        if level < low + 2:
+            break
+        topics = holds[ok & (load >= level)].any(axis=0)
+        while True:
+            members = sub[:, topics].any(axis=1)
+            if (members & (load <= level - 2)).any():
+                return False
+            more = topics | holds[members].any(axis=0)
+            if (more == topics).all():
+                break
+            topics = more
+    return True
 
 
 def _equal_subscriptions(d: _Data):

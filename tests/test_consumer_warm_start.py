@@ -1,0 +1,107 @@
+"""The consumer warm start (keep every valid owner, deal out the orphans, prove it) is held against the flow.
+
+With mixed subscriptions and no rack costs, ``optimal`` first tries the previous assignment with only the
+orphans dealt out, and answers with it when a reachability search proves its loads square-sum minimal (its
+moves are the fewest possible). Here the same snapshots are solved with and without it and must agree on
+everything the spec ranks, and on groups that lose members the warm start must actually answer.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import stickyflow
+from stickyflow.formulations import consumer_flow
+from stickyflow.registry import SolveOptions
+from checker import check_result
+from strategies import random_consumer_doc
+
+
+def _solve_both(doc, monkeypatch):
+    warm = stickyflow.assign(doc)
+    with monkeypatch.context() as mp:
+        mp.setattr(consumer_flow, "_WARM_START", False)
+        flow = stickyflow.assign(doc)
+    return warm, flow
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_warm_start_equals_the_flow_on_random_groups(seed, monkeypatch):
+    doc = random_consumer_doc(seed, equal_subscriptions=False, max_members=8, max_partitions=14)
+    warm, flow = _solve_both(doc, monkeypatch)
+    assert warm.error == flow.error == "NONE"
+    assert warm.solver.objective == flow.solver.objective
+    assert warm.metrics["sum_squared_loads"] == flow.metrics["sum_squared_loads"]
+
+
+def _shrinking_group(seed: int) -> dict:
+    """A mixed group balanced by the optimizer, then a tenth of its members (at least one) gone."""
+    rng = random.Random(seed)
+    topics = {f"t{j}": rng.randint(1, 40) for j in range(rng.randint(2, 8))}
+    names = sorted(topics)
+    members = []
+    for i in range(rng.randint(3, 30)):
+        sub = [t for t in names if rng.random() < 0.5] or [rng.choice(names)]
+        members.append({"id": f"m{i:02d}", "subscription": sub})
+    for t in names:  # every topic read by someone
+        if not any(t in m["subscription"] for m in members):
+            rng.choice(members)["subscription"].append(t)
+    doc = {"format": "stickyflow.snapshot/1", "kind": "consumer",
+           "topics": {t: {"partitions": n} for t, n in topics.items()}, "members": members}
+    before = stickyflow.assign(doc)
+    gone = set(rng.sample(range(len(members)), max(1, len(members) // 10)))
+    after = []
+    for i, m in enumerate(members):
+        if i in gone:
+            continue
+        owned = {t: list(ps) for t, ps in before.assignment[m["id"]].items() if len(ps)}
+        after.append({**m, "owned": owned, "generation": 1})
+    return {**doc, "members": after}
+
+
+def test_warm_start_answers_when_members_leave(monkeypatch):
+    """Groups that only lose members: wherever the optimum moves nothing beyond the orphans (cost 0), the
+    warm start finds and proves it; everywhere it answers as the flow does."""
+    used = 0
+    for seed in range(120):
+        doc = _shrinking_group(seed)
+        snap = stickyflow.parse_snapshot(doc)
+        d = consumer_flow.solve_consumer(snap, SolveOptions())
+        warm, flow = _solve_both(doc, monkeypatch)
+        check_result(snap, warm)
+        assert warm.solver.status == "optimal"
+        assert (warm.solver.objective, warm.metrics["sum_squared_loads"]) == \
+            (flow.solver.objective, flow.metrics["sum_squared_loads"]), seed
+        if flow.solver.objective == 0:
+            assert d.extra["shortcut"] == "warm-start", seed
+            used += 1
+        else:
+            assert d.extra["shortcut"] is None, seed  # a proof would have been a wrong one
+    assert used >= 40, used
+
+
+def test_warm_start_leaves_what_it_cannot_prove():
+    """A member joins: keeping everything leaves it empty while others hold two more, so no proof."""
+    doc = {"format": "stickyflow.snapshot/1", "kind": "consumer",
+           "topics": {"a": {"partitions": 4}, "b": {"partitions": 2}},
+           "members": [{"id": "x", "subscription": ["a", "b"], "generation": 1, "owned": {"a": [0, 1, 2, 3]}},
+                       {"id": "y", "subscription": ["b"], "generation": 1, "owned": {"b": [0, 1]}},
+                       {"id": "z", "subscription": ["a"]}]}
+    snap = stickyflow.parse_snapshot(doc)
+    d = consumer_flow._prepare(snap)
+    assert consumer_flow._warm_start(d, consumer_flow._class_graph(d)) is None
+    r = stickyflow.assign(snap)
+    assert r.metrics["sum_squared_loads"] == 4 + 4 + 4 and r.metrics["moves"] == 2
+
+
+def test_square_sum_proof_sees_chains():
+    """x (3) holds a; y (2) reads a and holds b; z (1) reads b: x -> y -> z frees x at no change to y."""
+    sub = np.array([[True, False], [True, True], [False, True]])
+    holds = np.array([[True, False], [False, True], [False, False]])
+    ok = np.ones(3, dtype=bool)
+    assert not consumer_flow._least_square_sum(np.array([3, 2, 1]), ok, holds, sub)
+    holds_no_b = np.array([[True, False], [True, False], [False, False]])  # y holds no b: no chain reaches z
+    assert consumer_flow._least_square_sum(np.array([3, 2, 1]), ok, holds_no_b, sub)
