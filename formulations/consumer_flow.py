@@ -39,6 +39,12 @@ Convex costs need one arc per load unit; two facts keep those few:
 The result is exact; ``tests/test_consumer_crosscheck.py`` compares it with the
 independent networkx formulation (one arc per partition and member, one per load
 unit) on seeded instances.
+
+Two shortcuts answer before the flow, each only with a proof: equal
+subscriptions have a closed form (:func:`_equal_subscriptions`), and with mixed
+ones a rebalance that moves nothing beyond the orphans is found and proven by a
+warm start (:func:`_warm_start`); ``tests/test_consumer_closed_form.py`` and
+``tests/test_consumer_warm_start.py`` hold both against the flow.
 """
 
 from __future__ import annotations
