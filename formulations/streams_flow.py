@@ -498,17 +498,27 @@ class StandbyFloor:
         cover = m.cover_cost(np.arange(T))
         big = np.iinfo(np.int64).max // 4
         out = np.full((T, R1), big, dtype=np.int64)
+        n_all, h_all = n_rv.sum(axis=1)[None, :], h_rv.sum(axis=2)
+        rows = np.arange(T)
+        hv = np.maximum(hval, 0)
         for a in range(V):
             Na = N.copy()
-            Na[:, :R1] = (n_rv.sum(axis=1) - n_rv[:, a])[None, :] - (h_rv.sum(axis=2) - h_rv[:, :, a])
+            Na[:, :R1] = n_all - n_rv[:, a][None, :] - (h_all - h_rv[:, :, a])
             if slot is not None:
                 Na[ht, R1 + slot] = (val[hcl] != a).astype(np.int64)
-            S, pw, pn, _ = _cheapest(P, Na, m.want)
+            S, _, _, _ = _cheapest(P, Na, m.want)
             S = np.where(st, S, 0)
             self.tag_S[:, a] = S
-            # a movement whose holder has another value: the holder's standby covers it, or it is left out
-            left = np.where(ph <= pw, S - ph + pn, S)
-            f = np.where(mv & (hval != a), np.minimum(S + cover, left), S)
+            # a movement whose holder has another value: the holder keeps a standby (which covers the move),
+            # or not, and then this round's replicas (the holder active, the standbys) spread too, so the
+            # standbys avoid the holder's value as well as the target's
+            two = mv & (hval != a)
+            Nb = Na.copy()
+            Nb[:, :R1] -= np.where(two[:, None], n_rv[:, hv].T - h_rv[rows, :, hv], 0)
+            if slot is not None:
+                Nb[ht, R1 + slot] &= np.where(two[ht], val[hcl] != hval[ht], True).astype(np.int64)
+            Sb, _, _, _ = _cheapest(P, Nb, m.want)
+            f = np.where(two, np.minimum(S + cover, Sb), S)
             out = np.where(rack_has[:, a][None, :], np.minimum(out, f[:, None]), out)
         return np.where(out >= big, 0, out)
 

@@ -205,8 +205,15 @@ def brute_force(snap):
         options = [list(itertools.combinations([c for c in range(C) if c != tg[t]], want)) for t in S] \
             if want else [[()]]
         for choice in itertools.product(*options):
-            if tagged and not tags_spread(snap, tg, dict(zip(S.tolist(), choice))):
-                continue
+            if tagged:
+                conv = dict(zip(S.tolist(), choice))
+                if not tags_spread(snap, tg, conv):
+                    continue
+                # this round a movement runs on its holder: without a standby there, the holder and the
+                # standbys are this round's replicas, and they spread too (with one, the same clients do)
+                now = {t: cs for t, cs in conv.items() if mv[t] and m.holder[t] not in cs}
+                if now and not tags_spread(snap, np.where(mv, m.holder, tg), now):
+                    continue
             rep = act.copy()
             cost = a_cost
             for t, cs in zip(S.tolist(), choice):
