@@ -512,12 +512,14 @@ class StandbyFloor:
             # a movement whose holder has another value: the holder keeps a standby (which covers the move),
             # or not, and then this round's replicas (the holder active, the standbys) spread too, so the
             # standbys avoid the holder's value as well as the target's
-            two = mv & (hval != a)
+            # (unless the target's value has no other client: the warm-up there leaves it no free client)
+            two = mv & (hval != a) & (m.combo_count[a] >= 2)
             Nb = Na.copy()
             Nb[:, :R1] -= np.where(two[:, None], n_rv[:, hv].T - h_rv[rows, :, hv], 0)
             if slot is not None:
                 Nb[ht, R1 + slot] &= np.where(two[ht], val[hcl] != hval[ht], True).astype(np.int64)
             Sb, _, _, _ = _cheapest(P, Nb, m.want)
+            Sb = np.where(Nb.sum(axis=1) >= m.want, Sb, big)  # too few clients left: the holder must keep one
             f = np.where(two, np.minimum(S + cover, Sb), S)
             out = np.where(rack_has[:, a][None, :], np.minimum(out, f[:, None]), out)
         return np.where(out >= big, 0, out)
@@ -1002,6 +1004,32 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
     nS, C, T = len(S), m.C, m.T
     K1, K2 = _weights(m, nS * m.want)
     M = len(m.combos)
+    ok_now = np.zeros((max(allowed) + 1, M), dtype=bool)  # allowed around what runs this round
+    for a, combos in allowed.items():
+        ok_now[a, combos] = True
+    converged = None
+    if m.tag_keys and moving.any():
+        # a task that moves spreads its replicas around its target too, where that leaves it enough clients
+        # (as in _standbys_explicit): its pools are the combinations allowed both ways; its holder, whose
+        # standby shows the target's combination this round, counts when it is allowed both ways
+        cls_t, allowed_t = allowed_combos(m, target)
+        ok_t = np.zeros((max(allowed_t) + 1, M), dtype=bool)
+        for a, combos in allowed_t.items():
+            ok_t[a, combos] = True
+        rows = ok_now[cls[S]]
+        both = rows & ok_t[cls_t[S]]
+        h = np.maximum(m.holder[S], 0)
+        holder_ok = moving[S] & (m.holder[S] >= 0) & ok_t[cls_t[S], m.client_combo[h]] & \
+            ok_now[cls[S], m.client_combo[target[S]]]
+        enough = both.astype(np.int64) @ m.combo_count + holder_ok >= m.want
+        use = moving[S] & enough
+        rows = np.where(use[:, None], both, rows)
+        keys, inv = np.unique(rows, axis=0, return_inverse=True)
+        cls_now, cls = cls, cls.copy()
+        cls[S] = inv.reshape(-1)
+        allowed = {i: np.flatnonzero(k) for i, k in enumerate(keys)}
+        converged = np.zeros(T, dtype=bool)
+        converged[S[use]] = True
     ckey = m.cell * M + m.client_combo
     cell_keys, client_cellpos = np.unique(ckey, return_inverse=True)
     client_cellpos = client_cellpos.reshape(-1)
@@ -1042,10 +1070,11 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
     xc, xt = xk // T, xk % T
     keep = m.stateful[xt] & (xc != target[xt])
     xt, xc = xt[keep], xc[keep]
-    ok_combo = np.zeros((max(allowed) + 1, M), dtype=bool)
-    for a, combos in allowed.items():
-        ok_combo[a, combos] = True
-    keep = ok_combo[cls[xt], _tag_combo(m, xt, xc, target, moving)]
+    if converged is None:
+        keep = ok_now[cls[xt], _tag_combo(m, xt, xc, target, moving)]
+    else:  # this round around what runs (by the task's own class), once converged around the target
+        keep = ok_now[cls_now[xt], _tag_combo(m, xt, xc, target, moving)] & \
+            (~converged[xt] | ok_t[cls_t[xt], m.client_combo[xc]])
     xt, xc = xt[keep], xc[keep]
     arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * (m.standby_cost(xt, xc)
              + _cover(m, xt, xc, target, moving)) + _ties(m, xt, xc, target, moving))

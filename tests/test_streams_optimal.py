@@ -15,6 +15,7 @@ import stickyflow
 from stickyflow.datasets.generators import streams_snapshot
 from stickyflow.datasets.simulator import Scenario, simulate
 from stickyflow.formulations import streams_flow
+from stickyflow.formulations.streams_common import converged_standbys
 from stickyflow.formulations.streams_opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
 from stickyflow.streams_check import streams_metrics
@@ -142,9 +143,10 @@ def pair_excess(counts, threads, bf) -> int:
     return int(max(0, (w[None, :] * n[:, None] - w[:, None] * n[None, :] - bf * w[None, :]).max()))
 
 
-def tags_spread(snap, target, standbys) -> bool:
+def tags_spread(snap, target, standbys, busy=None) -> bool:
     """The KIP-708 rule on a converged assignment (``standbys``: per stateful task, its clients): no standby
-    could move to a client holding no replica of the task and add a tag value without losing one."""
+    could move to a client holding no replica of the task and add a tag value without losing one. ``busy``:
+    per task, clients holding it otherwise (a warm-up), which are not free either."""
     from stickyflow.streams_check import fully_spread, tag_combinations, tag_spread_improvement
 
     combos, client_combo, counts = tag_combinations(snap)
@@ -156,7 +158,7 @@ def tags_spread(snap, target, standbys) -> bool:
         reps = [int(client_combo[c]) for c in holders]
         if fully_spread(rows, reps):
             continue
-        held = np.bincount(client_combo[holders], minlength=len(combos))
+        held = np.bincount(client_combo[holders + list((busy or {}).get(t, ()))], minlength=len(combos))
         free = (counts - held > 0).tolist()
         if any(tag_spread_improvement(rows, reps, free, pos) for pos in range(1, len(reps))):
             return False
@@ -212,7 +214,8 @@ def brute_force(snap):
                 # this round a movement runs on its holder: without a standby there, the holder and the
                 # standbys are this round's replicas, and they spread too (with one, the same clients do)
                 now = {t: cs for t, cs in conv.items() if mv[t] and m.holder[t] not in cs}
-                if now and not tags_spread(snap, np.where(mv, m.holder, tg), now):
+                if now and not tags_spread(snap, np.where(mv, m.holder, tg), now,
+                                           {t: [int(tg[t])] for t in now}):  # its warm-up, if it has one
                     continue
             rep = act.copy()
             cost = a_cost
@@ -349,6 +352,29 @@ def test_pooled_standbys_match_explicit(seed, monkeypatch):
             pooled.extra["target_cost"] <= explicit.extra["target_cost"]
         finished = stickyflow.api._finisher("streams")(snap, pooled)
         assert not finished.violations, finished.violations
+
+
+@pytest.mark.parametrize("standby_arcs", [None, 0])
+def test_converged_standbys_spread_around_the_target(standby_arcs, monkeypatch):
+    """Two zones left after a rack outage, one standby: a movement's standby cannot avoid both the holder's
+    zone (this round) and the target's (once moved), so only its holder, covering the move, keeps it. Pooled
+    standbys once took a client of the target's zone instead, a plan whose converged assignment breaks the
+    tag rule and costs less than the proven bound."""
+    if standby_arcs is not None:
+        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", standby_arcs)
+    doc = streams_snapshot("rack_outage", tasks=600, clients=60, seed=1, racks=3, num_standby_replicas=1,
+                           subtopologies=10, stateful_fraction=0.5, config={"rack_aware_assignment_strategy":
+                                                                            "min_traffic"})
+    snap = stickyflow.parse_snapshot(doc)
+    m = build_model(snap)
+    assert m.tag_keys == ("zone",) and len(m.combos) == 2
+    plan = streams_flow.solve_flow(m)
+    assert plan.extra["standby_mode"] == ("pooled" if standby_arcs == 0 else "explicit")
+    assert "bound_fault" not in plan.extra, plan.extra
+    assert plan.extra["movements"] > 0
+    conv = converged_standbys(m, plan.target, plan.standby)
+    S = np.flatnonzero(m.stateful)
+    assert tags_spread(snap, plan.target, {int(t): conv[t].tolist() for t in S})
 
 
 # --------------------------------------------------------------------------- against Kafka's greedy
