@@ -191,3 +191,15 @@ def random_consumer_snapshot(seed: int | random.Random, shape: ConsumerShape | N
                              ) -> ConsumerSnapshot:
     """One parsed snapshot from ``random.Random(seed)``."""
     return stickyflow.parse_snapshot(random_consumer_doc(seed, shape, **kw))
+
+
+def with_and_without(doc: dict[str, Any], monkeypatch, switch: str):
+    """``optimal`` on ``doc`` as shipped, then with the consumer flow's shortcut ``switch`` (a module flag such
+    as ``"_FAST_PATH"``) turned off: the pair of results a shortcut is held against."""
+    from stickyflow.formulations import consumer_flow
+
+    shipped = stickyflow.assign(doc)
+    with monkeypatch.context() as mp:
+        mp.setattr(consumer_flow, switch, False)
+        reference = stickyflow.assign(doc)
+    return shipped, reference

@@ -11,15 +11,11 @@ import pytest
 
 import stickyflow
 from stickyflow.formulations import consumer_flow
-from strategies import random_consumer_doc
+from strategies import random_consumer_doc, with_and_without
 
 
 def _solve_both(doc, monkeypatch):
-    fast = stickyflow.assign(doc)
-    with monkeypatch.context() as mp:
-        mp.setattr(consumer_flow, "_FAST_PATH", False)
-        flow = stickyflow.assign(doc)
-    return fast, flow
+    return with_and_without(doc, monkeypatch, "_FAST_PATH")
 
 
 @pytest.mark.parametrize("seed", range(300))

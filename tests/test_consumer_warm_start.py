@@ -17,15 +17,11 @@ import stickyflow
 from stickyflow.formulations import consumer_flow
 from stickyflow.registry import SolveOptions
 from checker import check_result
-from strategies import random_consumer_doc
+from strategies import random_consumer_doc, with_and_without
 
 
 def _solve_both(doc, monkeypatch):
-    warm = stickyflow.assign(doc)
-    with monkeypatch.context() as mp:
-        mp.setattr(consumer_flow, "_WARM_START", False)
-        flow = stickyflow.assign(doc)
-    return warm, flow
+    return with_and_without(doc, monkeypatch, "_WARM_START")
 
 
 @pytest.mark.parametrize("seed", range(200))
