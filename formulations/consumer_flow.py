@@ -262,11 +262,7 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
         graph = _class_graph(d)
         warm = _warm_start(d, graph)
         if warm is not None:
-            assignment, cost, sumsq = warm
-            cost += d.noc * _orphaned(d)
-            return Decision(assignment=assignment, method="flow", status="optimal", objective=cost, bound=cost,
-                            extra={"sum_squared_loads": sumsq, "cost": cost,
-                                   "build_and_solve_s": time.perf_counter() - t0, "shortcut": "warm-start"})
+            return _decision(d, warm, "warm-start", t0)
     if len(d.classes) >= _MANY_CLASSES:
         graph = graph or _class_graph(d)
         beta = _min_max_load(d, *graph)
@@ -293,11 +289,32 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
         decision = _phase2(d, np.zeros(M, dtype=np.int64), np.where(member_ok, beta + 1, 0))
     if decision is None:
         raise SolverFaultError("the consumer flow found no feasible assignment")
-    assignment, cost, sumsq = decision
+    return _decision(d, decision, shortcut, t0)
+
+
+def _decision(d: _Data, solved: tuple, shortcut: str | None, t0: float) -> Decision:
+    """The proven optimum as a Decision, from what :func:`_phase2` (or a shortcut) returns."""
+    assignment, cost, sumsq = solved
     cost += d.noc * _orphaned(d)
     return Decision(assignment=assignment, method="flow", status="optimal", objective=cost, bound=cost,
                     extra={"sum_squared_loads": sumsq, "cost": cost, "build_and_solve_s": time.perf_counter() - t0,
                            "shortcut": shortcut})
+
+
+def _flat_owners(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every partition of an assignable topic numbered topic-major: partitions per topic, the topics'
+    offsets, and each partition's valid previous owner (-1: none)."""
+    sizes = np.fromiter((d.snap.topics[t].partitions for t in d.topics), dtype=np.int64, count=len(d.topics))
+    offsets = np.zeros(len(d.topics) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64) if d.topics else \
+        np.zeros(0, dtype=np.int64)
+    return sizes, offsets, owner
+
+
+def _as_assignment(d: _Data, new_owner: np.ndarray, offsets: np.ndarray) -> ArrayAssignment:
+    """A topic-major owner array (see :func:`_flat_owners`) as the assignment."""
+    return ArrayAssignment(d.snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
 
 
 _FAST_PATH = True  # tests switch it off to hold the closed form against the flow
@@ -309,9 +326,9 @@ def _warm_start(d: _Data, graph: tuple):
 
     With mixed subscriptions and no rack costs, a rebalance where members only
     leave often needs no move beyond the orphans: every valid owner keeps all
-    it owns (the fewest moves any assignment can make), and each topic's
-    orphans (fewest subscribers first) go to its least-loaded subscribers.
-    That is the optimum exactly when its loads have the least sum of squares,
+    it owns (the fewest moves any assignment can make), and the orphans are
+    dealt to their topics' readers at the least sum of squares given those
+    kept loads (:func:`_deal_orphans`). That is the optimum exactly when its loads have the least sum of squares,
     and a load vector has it exactly when no chain of single-partition
     handovers (a member holding a partition of a topic that the next member
     reads) leads from a member with load ``l`` to one with ``l - 2`` or less:
@@ -320,17 +337,14 @@ def _warm_start(d: _Data, graph: tuple):
     step per partition); when it fails, the flow decides. Returns what
     :func:`_phase2` returns.
     """
-    snap = d.snap
-    M, T = len(snap.members), len(d.topics)
-    P, tail, head, _ = graph
+    M, T = len(d.snap.members), len(d.topics)
+    _, tail, head, _ = graph
     ok = d.member_class >= 0
     reads = np.zeros((len(d.classes), T), dtype=bool)
     reads[head, tail] = True
     sub = np.zeros((M, T), dtype=bool)
     sub[ok] = reads[d.member_class[ok]]
-    offsets = np.zeros(T + 1, dtype=np.int64)
-    np.cumsum(P, out=offsets[1:])
-    owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64)
+    P, offsets, owner = _flat_owners(d)
     topic_of = np.repeat(np.arange(T), P)
     claimed = owner >= 0
     keep = claimed.copy()
@@ -350,9 +364,8 @@ def _warm_start(d: _Data, graph: tuple):
     new_owner = np.where(keep, owner, -1)
     free = np.flatnonzero(~keep)  # topic-major, as (dj, dm) are
     new_owner[free] = np.repeat(dm, dn)
-    assignment = ArrayAssignment(snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
     moves = int(np.count_nonzero(claimed)) - int(np.count_nonzero(keep))
-    return assignment, d.noc * moves, int(np.dot(load, load))
+    return _as_assignment(d, new_owner, offsets), d.noc * moves, int(np.dot(load, load))
 
 
 def _deal_orphans(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np.ndarray):
@@ -366,19 +379,18 @@ def _deal_orphans(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np
     M, T = sub.shape
     readable = sub.astype(np.int64) @ orphans  # no member takes more orphans than it reads
     top = max(int(load[ok].max()), -(-(int(load[ok].sum()) + total) // int(ok.sum()))) + 1
-    first = _deal_flow(load, sub, orphans, np.where(ok, np.minimum(np.maximum(top - load, 0), readable), 0))
+    first = _deal_flow(load, sub, orphans, total, np.where(ok, np.minimum(np.maximum(top - load, 0), readable), 0))
     if first is not None or int(readable.sum()) > _WARM_MAX_LEVELS:
         return first
-    return _deal_flow(load, sub, orphans, np.where(ok, readable, 0))  # a few members must take far more
+    return _deal_flow(load, sub, orphans, total, np.where(ok, readable, 0))  # a few members must take far more
 
 
 _WARM_MAX_LEVELS = 2_000_000  # load-level arcs the warm start may build before it leaves the question to the flow
 
 
-def _deal_flow(load: np.ndarray, sub: np.ndarray, orphans: np.ndarray, levels: np.ndarray):
+def _deal_flow(load: np.ndarray, sub: np.ndarray, orphans: np.ndarray, total: int, levels: np.ndarray):
     _, min_cost_flow = _ortools()
     M, T = sub.shape
-    total = int(orphans.sum())
     rows, cols = np.nonzero(sub[:, orphans > 0].T)  # (topic with orphans, reader), topic-major
     tj = np.flatnonzero(orphans > 0)[rows]
     lm = np.repeat(np.arange(M), levels)
@@ -440,15 +452,11 @@ def _equal_subscriptions(d: _Data):
     """
     if len(d.classes) != 1 or (d.rack_aware and d.tc != 0):
         return None
-    snap = d.snap
-    M = len(snap.members)
+    M = len(d.snap.members)
     readers = np.flatnonzero(d.member_class == 0)
     n = len(readers)
-    sizes = np.fromiter((snap.topics[t].partitions for t in d.topics), dtype=np.int64, count=len(d.topics))
-    offsets = np.zeros(len(d.topics) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
+    _, offsets, owner = _flat_owners(d)
     total = int(offsets[-1])
-    owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64)
     claimed = owner >= 0
     keepable = claimed.copy()
     keepable[claimed] = d.member_class[owner[claimed]] == 0
@@ -475,10 +483,9 @@ def _equal_subscriptions(d: _Data):
     if len(moving) != int(short.sum()):
         raise SolverFaultError("the closed form dealt a different number of partitions than the quotas take")
     new_owner[moving] = np.repeat(np.arange(M), short)
-    assignment = ArrayAssignment(snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
     moves = int(np.count_nonzero(claimed)) - int(keep.sum())
     sumsq = int(np.dot(quota, quota))
-    return assignment, d.noc * moves, sumsq
+    return _as_assignment(d, new_owner, offsets), d.noc * moves, sumsq
 
 
 def _orphaned(d: _Data) -> int:
@@ -499,11 +506,8 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
 
     # ---- data: every partition of an assignable topic, numbered topic-major (g), in numpy
     T = len(d.topics)
-    sizes = np.fromiter((snap.topics[t].partitions for t in d.topics), dtype=np.int64, count=T)
-    offsets = np.zeros(T + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
+    sizes, offsets, owner = _flat_owners(d)
     total = int(offsets[-1])
-    owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64)
     # replica rack sets, numbered in order of appearance; 0 is "none known": never cross-rack
     rs_index: dict[frozenset[str], int] = {frozenset(): 0}
     rs = np.zeros(total, dtype=np.int64)
@@ -643,7 +647,7 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     if not np.array_equal(np.repeat(d.member_cell[in_cell][cm_order], cm_flow[cm_order]), to_cell[by_cell]):
         raise SolverFaultError("the cells dealt a different number of partitions than they received")
     new_owner[moving[by_cell]] = np.repeat(in_cell[cm_order], cm_flow[cm_order])
-    assignment = ArrayAssignment(snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
+    assignment = _as_assignment(d, new_owner, offsets)
     loads = np.bincount(new_owner[new_owner >= 0], minlength=M).astype(np.int64)
     sumsq = int(np.dot(loads, loads))
     cost = int(f.optimal_cost()) - _unit_cost_part(lo, loads, W) + noc * len(so)
