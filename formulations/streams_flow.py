@@ -423,7 +423,8 @@ class StandbyFloor:
     ``cover_cost``), or leaves the holder out as well: the cheaper of the two.
     With one tag key of more values than a task has replicas, every replica
     has its own value (the spread rule), so the standbys avoid every client of
-    the target's value.
+    the target's value, and a movement whose holder keeps no standby also
+    avoids the holder's value (this round's replicas spread too).
     """
 
     def __init__(self, m: StreamsModel):
@@ -465,16 +466,17 @@ class StandbyFloor:
         # a movement to a client that never held the task: either the holder keeps a converged standby, which
         # covers the move this round from the target (a standby move, StreamsModel.cover_cost), or the standbys
         # leave out the holder as well as the target
-        mv = np.flatnonzero(st & m.constrained & (m.holder >= 0))
+        moving = st & m.constrained & (m.holder >= 0)
+        mv = np.flatnonzero(moving)
         if len(mv):
             ph = m.standby_cost(mv, m.holder[mv])[:, None]
             both = self._leave2(mv[:, None], price_free[mv], ph)
             cell[mv] = np.minimum(cell[mv] + m.cover_cost(mv)[:, None], both)
         if _tags_exclude_active_value(m):
-            cell = np.maximum(cell, self._tagged(P, N, R1, price_free, ht, hcl, slot if len(ht) else None))
+            cell = np.maximum(cell, self._tagged(P, N, R1, moving, ht, hcl, slot if len(ht) else None))
         self.cell = cell
 
-    def _tagged(self, P, N, R1, price_free, ht, hcl, slot) -> np.ndarray:
+    def _tagged(self, P, N, R1, mv, ht, hcl, slot) -> np.ndarray:
         """With one tag key of more values than replicas, every replica of a task has its own value (else a
         standby could move to an unused value: the spread rule), so the standbys avoid the target's value:
         the floor with every client of that value left out, per value (``tag_S``), and per rack cell the least
@@ -485,16 +487,12 @@ class StandbyFloor:
         V = len(m.combos)
         self.tag_value = val
         self.tag_S = np.zeros((T, V), dtype=np.int64)
-        rack_has = np.zeros((R1, V), dtype=bool)
-        rack_has[m.cell, val] = True
         n_rv = np.zeros((R1, V), dtype=np.int64)
         np.add.at(n_rv, (m.cell, val), 1)
         h_rv = np.zeros((T, R1, V), dtype=np.int64)
         np.add.at(h_rv, (m.held_t, m.cell[m.held_c], val[m.held_c]), 1)
         st = m.stateful
-        mv = st & m.constrained & (m.holder >= 0)
         hval = np.where(mv, val[np.maximum(m.holder, 0)], -1)
-        ph = np.where(mv, m.standby_cost(np.arange(T), np.maximum(m.holder, 0)), 0)
         cover = m.cover_cost(np.arange(T))
         big = np.iinfo(np.int64).max // 4
         out = np.full((T, R1), big, dtype=np.int64)
@@ -521,7 +519,7 @@ class StandbyFloor:
             Sb, _, _, _ = _cheapest(P, Nb, m.want)
             Sb = np.where(Nb.sum(axis=1) >= m.want, Sb, big)  # too few clients left: the holder must keep one
             f = np.where(two, np.minimum(S + cover, Sb), S)
-            out = np.where(rack_has[:, a][None, :], np.minimum(out, f[:, None]), out)
+            out = np.where(n_rv[:, a][None, :] > 0, np.minimum(out, f[:, None]), out)
         return np.where(out >= big, 0, out)
 
     def upper(self) -> np.ndarray:
@@ -967,9 +965,7 @@ def _sink_arcs(arcs: "_Arcs", m: StreamsModel, base_client: int, sink: int, act:
 def _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box):
     nS, C, T = len(S), m.C, m.T
     K1, K2 = _weights(m, nS * m.want)
-    ok_combo = np.zeros((max(allowed) + 1, len(m.combos)), dtype=bool)
-    for a, combos in allowed.items():
-        ok_combo[a, combos] = True
+    ok_combo = _allowed_table(allowed, len(m.combos))
     si, cj = np.meshgrid(np.arange(nS), np.arange(C), indexing="ij")
     si, cj = si.reshape(-1), cj.reshape(-1)
     t = S[si]
@@ -978,9 +974,7 @@ def _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box):
         # a task that moves spreads its replicas around its target too (the converged assignment keeps the tag
         # rule), where that leaves it enough clients
         cls_t, allowed_t = allowed_combos(m, target)
-        ok_t = np.zeros((max(max(allowed_t), ok_combo.shape[0] - 1) + 1, len(m.combos)), dtype=bool)
-        for a, combos in allowed_t.items():
-            ok_t[a, combos] = True
+        ok_t = _allowed_table(allowed_t, len(m.combos))
         both = keep & (~moving[t] | ok_t[cls_t[t], m.client_combo[cj]])
         enough = np.bincount(si[both], minlength=nS) >= m.want
         keep = np.where(enough[si], both, keep)
@@ -1004,18 +998,14 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
     nS, C, T = len(S), m.C, m.T
     K1, K2 = _weights(m, nS * m.want)
     M = len(m.combos)
-    ok_now = np.zeros((max(allowed) + 1, M), dtype=bool)  # allowed around what runs this round
-    for a, combos in allowed.items():
-        ok_now[a, combos] = True
+    ok_now = _allowed_table(allowed, M)  # allowed around what runs this round
     converged = None
     if m.tag_keys and moving.any():
         # a task that moves spreads its replicas around its target too, where that leaves it enough clients
         # (as in _standbys_explicit): its pools are the combinations allowed both ways; its holder, whose
         # standby shows the target's combination this round, counts when it is allowed both ways
         cls_t, allowed_t = allowed_combos(m, target)
-        ok_t = np.zeros((max(allowed_t) + 1, M), dtype=bool)
-        for a, combos in allowed_t.items():
-            ok_t[a, combos] = True
+        ok_t = _allowed_table(allowed_t, M)
         rows = ok_now[cls[S]]
         both = rows & ok_t[cls_t[S]]
         h = np.maximum(m.holder[S], 0)
@@ -1109,6 +1099,14 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
         pool_t.append(units)
         pool_c.append(slots)
     return (np.concatenate([fixed_t] + pool_t), np.concatenate([fixed_c] + pool_c)), repairs
+
+
+def _allowed_table(allowed: dict[int, np.ndarray], n_combos: int) -> np.ndarray:
+    """:func:`allowed_combos`' classes as a table: ``[class, combo]`` is True where the class allows it."""
+    table = np.zeros((max(allowed) + 1, n_combos), dtype=bool)
+    for a, combos in allowed.items():
+        table[a, combos] = True
+    return table
 
 
 def allowed_combos(m: StreamsModel, active: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
