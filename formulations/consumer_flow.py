@@ -114,21 +114,25 @@ def _prepare(snap: ConsumerSnapshot) -> _Data:
     subs = snap.subscribers()
     topics = [t for t in snap.topics if subs[t]]
     rack_aware = snap.rack_aware
-    class_id: dict[frozenset[str], int] = {}
-    cell_id: dict[tuple[int, str | None], int] = {}
-    member_class = np.full(len(snap.members), -1, dtype=np.int64)
-    member_cell = np.full(len(snap.members), -1, dtype=np.int64)
-    readable: dict[tuple[str, ...], frozenset[str]] = {}  # one set per distinct subscription, not per member
+    # classes: distinct sets of readable topics, numbered in order of first appearance (one step per
+    # distinct subscription, not per member); -1: reads nothing assignable
+    group, distinct = snap.subscription_groups()
     nonempty = frozenset(t for t, v in snap.topics.items() if v.partitions)
-    for i, m in enumerate(snap.members):
-        s = readable.get(m.subscription)
-        if s is None:
-            s = readable[m.subscription] = nonempty.intersection(m.subscription)
-        if not s:
-            continue
-        c = class_id.setdefault(s, len(class_id))
-        member_class[i] = c
-        member_cell[i] = cell_id.setdefault((c, m.rack if rack_aware else None), len(cell_id))
+    class_id: dict[frozenset[str], int] = {}
+    group_class = np.full(len(distinct) + 1, -1, dtype=np.int64)  # last entry: for no member
+    for g, sub in enumerate(distinct):  # groups come in order of first appearance
+        s = nonempty.intersection(sub)
+        if s:
+            group_class[g] = class_id.setdefault(s, len(class_id))
+    member_class = group_class[group]
+    cell_id: dict[tuple[int, str | None], int] = {}
+    if rack_aware:
+        member_cell = np.full(len(snap.members), -1, dtype=np.int64)
+        for i in np.flatnonzero(member_class >= 0).tolist():
+            member_cell[i] = cell_id.setdefault((int(member_class[i]), snap.members[i].rack), len(cell_id))
+    else:
+        member_cell = member_class.copy()
+        cell_id = {(c, None): c for c in range(len(class_id))}
     return _Data(snap=snap, prev=previous_owners(snap), topics=topics, subscribers=subs,
                  member_class=member_class, classes=list(class_id), member_cell=member_cell,
                  cells=list(cell_id), rack_aware=rack_aware,
@@ -150,17 +154,19 @@ def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     n_classes = len(d.classes)
     size = np.bincount(d.member_class[d.member_class >= 0], minlength=n_classes)
     P = np.array([d.snap.topics[t].partitions for t in d.topics], dtype=np.int64)
-    tails, heads = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
-    for j, t in enumerate(d.topics):  # per topic, the classes of its readers (numpy, not per member)
-        if not P[j]:
-            continue
-        cls = np.unique(d.member_class[np.asarray(d.subscribers[t], dtype=np.int64)])
-        cls = cls[cls >= 0]
-        tails.append(np.full(len(cls), j, dtype=np.int64))
-        heads.append(cls)
-    tail, head = np.concatenate(tails), np.concatenate(heads)
-    order = np.lexsort((tail, head))  # by class, then topic in snapshot order: never by hashing
-    return P, tail[order], head[order], size
+    # which class reads which topic: the rows of the distinct subscriptions of its members
+    group, _ = d.snap.subscription_groups()
+    reads = d.snap.subscription_matrix()
+    pos = {t: j for j, t in enumerate(d.snap.topics)}
+    cols = np.fromiter(map(pos.__getitem__, d.topics), dtype=np.int64, count=len(d.topics))
+    group_class = np.full(len(reads), -1, dtype=np.int64)
+    group_class[group] = d.member_class  # the members of one subscription share its class
+    ok = group_class >= 0
+    class_reads = np.zeros((n_classes, len(d.topics)), dtype=bool)
+    class_reads[group_class[ok]] = reads[ok][:, cols]
+    class_reads &= (P > 0)[None, :]
+    head, tail = np.nonzero(class_reads)  # by class, then topic in snapshot order: never by hashing
+    return P, tail.astype(np.int64), head.astype(np.int64), size
 
 
 def _class_loads(d: _Data, graph: tuple | None = None, beta: int | None = None) -> np.ndarray:
@@ -317,6 +323,7 @@ def _as_assignment(d: _Data, new_owner: np.ndarray, offsets: np.ndarray) -> Arra
     return ArrayAssignment(d.snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
 
 
+_GREEDY_ARCS_PER_TOPIC = 100  # the warm start deals greedily first from this many readers per orphaned topic
 _FAST_PATH = True  # tests switch it off to hold the closed form against the flow
 _WARM_START = True  # ... and this one to hold the warm start against it
 
@@ -353,19 +360,85 @@ def _warm_start(d: _Data, graph: tuple):
     holds = np.zeros((M, T), dtype=bool)
     holds[owner[keep], topic_of[keep]] = True
     orphans = np.bincount(topic_of[~keep], minlength=T)
-    dealt = _deal_orphans(load, ok, sub, orphans)
+    proven: list = []
+
+    def optimal(dealt) -> bool:  # the proof, for a deal of either kind
+        dj, dm, dn = dealt
+        after = load.copy()
+        np.add.at(after, dm, dn)
+        holding = holds.copy()
+        holding[dm, dj] = True
+        if _least_square_sum(after, ok, holding, sub):
+            proven[:] = [dealt, after]
+            return True
+        return False
+
+    # the greedy deal first where the flow would be large (it costs a few numpy steps per topic and
+    # round, the flow about a microsecond per reader arc), then the flow's; the proof decides either way
+    wanted = orphans > 0
+    dealt = None
+    if int(np.count_nonzero(sub[:, wanted][ok])) > _GREEDY_ARCS_PER_TOPIC * int(np.count_nonzero(wanted)):
+        dealt = _deal_greedy(load, ok, sub, orphans, optimal)
     if dealt is None:
-        return None
-    dj, dm, dn = dealt
-    np.add.at(load, dm, dn)
-    holds[dm, dj] = True
-    if not _least_square_sum(load, ok, holds, sub):
-        return None
+        dealt = _deal_orphans(load, ok, sub, orphans)
+        if dealt is None or not optimal(dealt):
+            return None
+    (dj, dm, dn), load = proven
     new_owner = np.where(keep, owner, -1)
     free = np.flatnonzero(~keep)  # topic-major, as (dj, dm) are
     new_owner[free] = np.repeat(dm, dn)
     moves = int(np.count_nonzero(claimed)) - int(np.count_nonzero(keep))
     return _as_assignment(d, new_owner, offsets), d.noc * moves, int(np.dot(load, load))
+
+
+def _deal_greedy(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np.ndarray, accept=None,
+                 sweeps: int = 3):
+    """The orphans dealt topic by topic (fewest readers first), each topic's filling its readers' lowest
+    loads level by level (ties: member order); then, while ``accept`` refuses the deal, each topic's share
+    taken back and dealt again against the others' (up to ``sweeps`` rounds in all). A few numpy steps per
+    topic, no flow, and not optimal in general: :func:`_warm_start` accepts a deal only with the proof of
+    :func:`_least_square_sum`, and else tries :func:`_deal_orphans`. Returns (topic, member, count)
+    arrays sorted by topic, or None when no round was accepted or a topic has no reader.
+
+    >>> _deal_greedy(np.array([5, 1, 2]), np.ones(3, bool), np.ones((3, 1), bool), np.array([4]))
+    (array([0, 0]), array([1, 2]), array([3, 1]))
+    """
+    load = load.copy()
+    want = np.flatnonzero(orphans > 0)
+    if not len(want):
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
+    readers_of = sub[:, want] & ok[:, None]
+    counts_of = readers_of.sum(axis=0)
+    if not counts_of.all():
+        return None
+    readers = [np.flatnonzero(readers_of[:, c]) for c in range(len(want))]
+    share: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(want)  # per column: members, counts
+    for _ in range(max(1, sweeps)):
+        for col in np.argsort(counts_of, kind="stable").tolist():
+            old = share[col]
+            if old is not None:
+                load[old[0]] -= old[1]
+            k = int(orphans[want[col]])
+            order = readers[col][np.argsort(load[readers[col]], kind="stable")]  # by load, then member index
+            low = load[order]
+            before = np.cumsum(low) - low  # the loads of the readers ahead of each
+            need = np.arange(len(low)) * low - before  # orphans that lift everyone ahead to this one's load
+            i = int(np.searchsorted(need, k, side="right"))  # the first i readers take them all
+            level, extra = divmod(k + int(low[:i].sum()), i)
+            give = level - low[:i]
+            give[:extra] += 1
+            take = give > 0
+            share[col] = order[:i][take], give[take]
+            load[share[col][0]] += share[col][1]
+        j = np.repeat(want, [len(m) for m, _ in share])
+        m = np.concatenate([m for m, _ in share]).astype(np.int64)
+        n = np.concatenate([c for _, c in share]).astype(np.int64)
+        order = np.lexsort((m, j))  # by topic, then member: the order the decoding deals partitions in
+        dealt = j[order], m[order], n[order]
+        if accept is None or accept(dealt):
+            return dealt
+    return None
 
 
 def _deal_orphans(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np.ndarray):

@@ -108,6 +108,10 @@ class ConsumerSnapshot:
     #: unknown fields the reader ignored, one line each (see ``AssignmentResult.warnings``)
     warnings: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _subscribers: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _groups: Any = field(default=None, init=False, repr=False, compare=False)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # derived, computed once
+    #: every claim as flat arrays, left by the reader (it reads them anyway), else built on first use
+    _claims_flat: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not built_by_reader():
@@ -125,27 +129,95 @@ class ConsumerSnapshot:
     def member_index(self) -> dict[str, int]:
         return {m.id: i for i, m in enumerate(self.members)}
 
+    def subscription_groups(self) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+        """The distinct subscriptions, in order of first appearance, and each member's position among them
+        (an int64 array). Computed once per snapshot; treat both as read-only.
+
+        Members that share a subscription are handled together everywhere: with thousands of members
+        reading hundreds of topics each, one step per (member, topic) would dominate. The reader gives
+        equal subscriptions one tuple, so most members are grouped by the tuple's identity, without
+        hashing its topics again.
+
+        >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": {},
+        ...     "members": [{"id": "a", "subscription": ["x", "y"]}, {"id": "b", "subscription": ["y"]},
+        ...                 {"id": "c", "subscription": ["x", "y"]}]})
+        >>> group, distinct = s.subscription_groups()
+        >>> group.tolist(), distinct
+        ([0, 1, 0], [('x', 'y'), ('y',)])
+        """
+        if self._groups is not None:
+            return self._groups
+        by_identity: dict[int, int] = {}
+        by_value: dict[tuple[str, ...], int] = {}
+        subs = [m.subscription for m in self.members]
+        group = np.empty(len(subs), dtype=np.int64)
+        for i, sub in enumerate(subs):
+            g = by_identity.get(id(sub))
+            if g is None:
+                g = by_identity[id(sub)] = by_value.setdefault(sub, len(by_value))
+            group[i] = g
+        group.flags.writeable = False
+        out = (group, list(by_value))
+        object.__setattr__(self, "_groups", out)
+        return out
+
     def subscribers(self) -> dict[str, list[int]]:
         """Topic name -> indexes of the members subscribing to it (existing topics only). Computed once per
         snapshot (the solve, the check and the metrics all ask); treat the lists as read-only."""
         if self._subscribers is not None:
             return self._subscribers
         subs: dict[str, list[int]] = {t: [] for t in self.topics}
-        # members sharing a subscription are handled together: with thousands of members reading
-        # hundreds of topics each, one step per (member, topic) would dominate
-        same: dict[tuple[str, ...], list[int]] = {}
-        for i, m in enumerate(self.members):
-            same.setdefault(m.subscription, []).append(i)
-        for sub, idx in same.items():
-            for t in sub:
-                lst = subs.get(t)
-                if lst is not None:
-                    lst.extend(idx)
-        if len(same) > 1:
-            for lst in subs.values():
-                lst.sort()
+        group, distinct = self.subscription_groups()
+        if len(distinct) == 1:
+            members = list(range(len(group)))
+            for t in distinct[0]:
+                if t in subs:
+                    subs[t] = members.copy()
+        elif distinct:
+            # every (member, topic) subscription as two arrays, sorted by topic, members ascending within
+            topic, glen = self._group_topics()
+            per_member = glen[group]
+            start = np.zeros(len(glen), dtype=np.int64)
+            np.cumsum(glen[:-1], out=start[1:])
+            n = int(per_member.sum())
+            member = np.repeat(np.arange(len(group), dtype=np.int64), per_member)
+            skip = np.repeat(start[group] - (np.cumsum(per_member) - per_member), per_member)
+            pair_topic = topic[np.arange(n, dtype=np.int64) + skip]
+            order = np.argsort(pair_topic, kind="stable")
+            member = member[order]
+            cut = np.searchsorted(pair_topic[order], np.arange(len(self.topics) + 1)).tolist()
+            for t, a, b in zip(self.topics, cut[:-1], cut[1:]):
+                subs[t] = member[a:b].tolist()
         object.__setattr__(self, "_subscribers", subs)
         return subs
+
+    def _group_topics(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each distinct subscription's existing topics (positions in ``topics``), end to end, and how many
+        each has (the groups of :meth:`subscription_groups`)."""
+        if "group_topics" in self._memo:
+            return self._memo["group_topics"]
+        _, distinct = self.subscription_groups()
+        pos = defaultdict(lambda: -1, {t: j for j, t in enumerate(self.topics)})
+        glen = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
+        flat = np.fromiter(map(pos.__getitem__, chain.from_iterable(distinct)), dtype=np.int64, count=int(glen.sum()))
+        known = flat >= 0
+        if not known.all():
+            glen = np.bincount(np.repeat(np.arange(len(distinct)), glen)[known], minlength=len(distinct))
+            flat = flat[known]
+        flat.flags.writeable = glen.flags.writeable = False
+        self._memo["group_topics"] = flat, glen
+        return flat, glen
+
+    def subscription_matrix(self) -> np.ndarray:
+        """Distinct subscription x topic (positions in ``topics``): does it read the topic (boolean)."""
+        reads = self._memo.get("matrix")
+        if reads is None:
+            topic, glen = self._group_topics()
+            reads = np.zeros((len(glen), len(self.topics)), dtype=bool)
+            reads[np.repeat(np.arange(len(glen)), glen), topic] = True
+            reads.flags.writeable = False
+            self._memo["matrix"] = reads
+        return reads
 
     def assignable_topics(self) -> list[str]:
         """Existing topics that at least one member subscribes to, in snapshot order."""
@@ -211,7 +283,7 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     protocol = chk.choice(doc, "protocol", "", ("eager", "cooperative"), default="eager")
 
     topics = _parse_topics(doc, chk)
-    members = _parse_members(doc, chk)
+    members, claims = _parse_members(doc, chk)
     config = _parse_config(doc, chk)
     _check_limits(topics, members, chk)
     if own_checker:
@@ -221,6 +293,8 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
                                 id=snap_id, now_ms=now_ms)
     if chk.warnings:
         object.__setattr__(snap, "warnings", chk.warnings)
+    if claims is not None:
+        object.__setattr__(snap, "_claims_flat", claims)
     return snap
 
 
@@ -279,14 +353,15 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
     return MappingProxyType(topics)
 
 
-def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[Member, ...]:
+def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[tuple[Member, ...], _FlatClaims | None]:
+    """The members, and every claim as flat arrays when the fast reader took them (else None)."""
     raw = chk.array(doc, "members", "")
     if raw is None:
-        return ()
+        return (), None
     fast = _well_formed_members(raw)
     if fast is not None:
         return fast
-    return _members_one_by_one(raw, chk)
+    return _members_one_by_one(raw, chk), None
 
 
 def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
@@ -363,7 +438,47 @@ def _all_of(values: list, *types: type) -> bool:
     return set(map(type, values)) <= set(types)
 
 
-def _well_formed_members(raw: list) -> tuple[Member, ...] | None:
+@dataclass(frozen=True, slots=True, eq=False)
+class _FlatClaims:
+    """Every (member, topic, partition) claim of a snapshot, in member order, then each member's ``owned`` order."""
+
+    topics: list[str]        # the topic of each (member, topic) claim
+    per_member: np.ndarray   # (member, topic) claims per member
+    lens: np.ndarray         # partitions per (member, topic) claim
+    parts: np.ndarray        # the partitions, end to end (int64)
+
+    @classmethod
+    def of(cls, members: tuple[Member, ...]) -> _FlatClaims:
+        """Read off :class:`Member` objects (a snapshot built in Python)."""
+        per_member = np.fromiter(map(len, (m.owned for m in members)), dtype=np.int64, count=len(members))
+        values = list(chain.from_iterable(m.owned.values() for m in members))
+        lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        parts = np.fromiter(chain.from_iterable(values), dtype=np.int64, count=int(lens.sum()))
+        return cls(list(chain.from_iterable(m.owned for m in members)), per_member, lens, parts)
+
+
+def _read_owned(owned: list) -> _FlatClaims | None:
+    """Every member's ``owned`` (dicts or None) read in a few passes in C: the flat claims, or None when any
+    value is not a list of integers 0 to 2**31 - 1 (the member-by-member reader then names it)."""
+    present = [o for o in owned if o]
+    values = list(chain.from_iterable(o.values() for o in present))
+    if values and set(map(type, values)) != {list}:
+        return None
+    flat = list(chain.from_iterable(values))
+    if flat and set(map(type, flat)) != {int}:  # bool is not int here: true is no partition number
+        return None
+    try:
+        parts = np.fromiter(flat, dtype=np.int64, count=len(flat))
+    except OverflowError:
+        return None
+    if len(parts) and (int(parts.min()) < 0 or int(parts.max()) > INT32_MAX):
+        return None
+    per_member = np.fromiter(map(len, (o or () for o in owned)), dtype=np.int64, count=len(owned))
+    lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    return _FlatClaims(list(chain.from_iterable(present)), per_member, lens, parts)
+
+
+def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None] | None:
     """The members when every one is well formed (the common case), checked field by field across all
     members in a few passes in C; None when anything is off, and the member-by-member reader then names it.
 
@@ -372,7 +487,7 @@ def _well_formed_members(raw: list) -> tuple[Member, ...] | None:
     integers 0 to 2**31 - 1 per topic. Members with the same subscription share one tuple.
     """
     if not raw:
-        return ()
+        return (), None
     if not _all_of(raw, dict) or not set().union(*raw) <= _MEMBER_KEYS:
         return None
     get = dict.get
@@ -392,7 +507,8 @@ def _well_formed_members(raw: list) -> tuple[Member, ...] | None:
     owned = [get(m, "owned") for m in raw]
     if not _all_of(owned, dict, type(None)):
         return None
-    if not _plain_owned_all(owned):
+    claims = _read_owned(owned)
+    if claims is None:
         return None
     shared: dict[tuple, tuple[str, ...]] = {}
     out = []
@@ -406,18 +522,7 @@ def _well_formed_members(raw: list) -> tuple[Member, ...] | None:
         out.append(_checked_member(mid, sub_t, rack, None if gen < 0 else gen,
                                    MappingProxyType(dict(zip(own, map(tuple, own.values())))) if own else _EMPTY,
                                    inst))
-    return tuple(out)
-
-
-def _plain_owned_all(owned: list) -> bool:
-    """:func:`_plain_owned` over every member's claims at once (one pass in C, not one call per member)."""
-    values = list(chain.from_iterable(o.values() for o in owned if o))
-    if not values:
-        return True
-    if set(map(type, values)) != {list}:
-        return False
-    flat = list(chain.from_iterable(values))
-    return not flat or (set(map(type, flat)) == {int} and min(flat) >= 0 and max(flat) <= INT32_MAX)
+    return tuple(out), claims
 
 
 def _plain_owned(owned: dict[str, Any]) -> bool:
@@ -426,7 +531,7 @@ def _plain_owned(owned: dict[str, Any]) -> bool:
     Anything else takes the slow path, which names a culprit, or drops numbers beyond 2**31 - 1: no topic has
     such a partition, so the claim is stale and, like every stale claim, ignored.
     """
-    return _plain_owned_all([owned])
+    return _read_owned([owned]) is not None
 
 
 def _parse_config(doc: Mapping[str, Any], chk: Checker) -> ConsumerConfig:
@@ -553,17 +658,15 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
     total = int(offsets[-1])
     owner_all = np.full(total, -1, dtype=np.int32)
     members = snap.members
-    per_member = np.fromiter(map(len, (m.owned for m in members)), dtype=np.int64, count=len(members))
+    claims = snap._claims_flat
+    if claims is None:
+        claims = _FlatClaims.of(members)
+        object.__setattr__(snap, "_claims_flat", claims)
+    per_member, lens, flat = claims.per_member, claims.lens, claims.parts
     flat_claims = None
-    if per_member.any():
-        # every claim flattened in C: topics, lengths and partitions of all (member, topic) claims
+    if len(lens):
         lookup = defaultdict(lambda: -1, tindex)  # a deleted topic: -1
-        claim_topic = np.fromiter(map(lookup.__getitem__, chain.from_iterable(m.owned for m in members)),
-                                  dtype=np.int64, count=int(per_member.sum()))
-        lens = np.fromiter(map(len, chain.from_iterable(m.owned.values() for m in members)), dtype=np.int64,
-                           count=len(claim_topic))
-        flat = np.fromiter(chain.from_iterable(chain.from_iterable(m.owned.values() for m in members)),
-                           dtype=np.int64, count=int(lens.sum()))
+        claim_topic = np.fromiter(map(lookup.__getitem__, claims.topics), dtype=np.int64, count=len(lens))
         gen_of = np.fromiter((-1 if m.generation is None else m.generation for m in members), dtype=np.int64,
                              count=len(members))
         e_topic = np.repeat(claim_topic, lens)

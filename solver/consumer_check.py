@@ -86,7 +86,7 @@ class ArrayAssignment(Mapping):
         part = np.arange(len(own), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
         keep = own >= 0
         own, topic, part = own[keep], topic[keep], part[keep]
-        order = np.argsort(own, kind="stable")  # already topic-major, partition-ascending
+        order = _stable_order(own, len(self.snapshot.members))  # already topic-major, partition-ascending
         return names, own[order], topic[order], part[order]
 
     def _runs(self, convert):
@@ -115,6 +115,12 @@ class ArrayAssignment(Mapping):
 
     def __repr__(self) -> str:
         return f"ArrayAssignment(topics={len(self.owners)}, members={len(self.snapshot.members)})"
+
+
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for keys in ``[0, bound)``: below 2**15, as 16-bit keys, which numpy
+    sorts by radix in linear time (a tenth of its merge sort of 32-bit keys at a million partitions)."""
+    return np.argsort(keys.astype(np.int16) if bound <= 2**15 else keys, kind="stable")
 
 
 def _nested(snap: ConsumerSnapshot, names: list[str], own: np.ndarray, topic: np.ndarray, part: np.ndarray,
@@ -403,19 +409,14 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     loads += np.bincount(got_all, minlength=n)
     moves = int(np.count_nonzero((old_all >= 0) & (new_all != old_all)))
     if len(got_all):
-        # subscriptions as sorted (member, topic) keys: a pair given but not among them is unsubscribed
         # who reads what, per distinct subscription (members sharing one share its row)
-        tpos = {t: j for j, t in enumerate(names)}
-        sub_class: dict[tuple[str, ...], int] = {}
-        member_class = np.fromiter((sub_class.setdefault(m.subscription, len(sub_class)) for m in snap.members),
-                                   dtype=np.int64, count=n)
-        reads = np.zeros((len(sub_class), T), dtype=bool)
-        for sub, c in sub_class.items():
-            reads[c, [tpos[t] for t in sub if t in tpos]] = True
-        pairs = _distinct(got_all * T + topic_of[assigned_all])  # (member, topic) pairs given
-        pm, pt = pairs // T, pairs % T
-        bad = ~reads[member_class[pm], pt]
-        unsubscribed.extend((int(i), int(j), names[int(j)]) for i, j in zip(pm[bad], pt[bad]))
+        member_class, _ = snap.subscription_groups()
+        reads = snap.subscription_matrix()
+        given_topic = topic_of[assigned_all]
+        bad = ~reads[member_class[got_all], given_topic]  # one lookup per partition, no sort
+        if bad.any():  # the (member, topic) pairs, once each, for the messages
+            pairs = _distinct(got_all[bad] * T + given_topic[bad])
+            unsubscribed.extend((int(i), int(j), names[int(j)]) for i, j in zip(pairs // T, pairs % T))
     missing_all = ~assigned_all
     if withheld:
         for j, t in enumerate(names):

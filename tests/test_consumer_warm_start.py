@@ -24,8 +24,16 @@ def _solve_both(doc, monkeypatch):
     return with_and_without(doc, monkeypatch, "_WARM_START")
 
 
+@pytest.fixture(params=["greedy deal first", "flow deal only"])
+def deal(request, monkeypatch):
+    """Both ways the warm start deals orphans: greedily, proven or else by the flow (large groups), and by
+    the flow alone (small ones); small test groups take the first only when the threshold is lowered."""
+    monkeypatch.setattr(consumer_flow, "_GREEDY_ARCS_PER_TOPIC", 0 if request.param == "greedy deal first" else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(200))
-def test_warm_start_equals_the_flow_on_random_groups(seed, monkeypatch):
+def test_warm_start_equals_the_flow_on_random_groups(seed, monkeypatch, deal):
     doc = random_consumer_doc(seed, equal_subscriptions=False, max_members=8, max_partitions=14)
     warm, flow = _solve_both(doc, monkeypatch)
     assert warm.error == flow.error == "NONE"
@@ -58,7 +66,7 @@ def _shrinking_group(seed: int) -> dict:
     return {**doc, "members": after}
 
 
-def test_warm_start_answers_when_members_leave(monkeypatch):
+def test_warm_start_answers_when_members_leave(monkeypatch, deal):
     """Groups that only lose members: wherever the optimum moves nothing beyond the orphans (cost 0), the
     warm start finds and proves it; everywhere it answers as the flow does."""
     used = 0
@@ -101,3 +109,29 @@ def test_square_sum_proof_sees_chains():
     assert not consumer_flow._least_square_sum(np.array([3, 2, 1]), ok, holds, sub)
     holds_no_b = np.array([[True, False], [True, False], [False, False]])  # y holds no b: no chain reaches z
     assert consumer_flow._least_square_sum(np.array([3, 2, 1]), ok, holds_no_b, sub)
+
+
+def test_greedy_deal_takes_back_a_topic_share_until_the_proof_holds():
+    """Topic a is read by x and y, topic b by y and z, topic c by z alone (z holds 10 of c): dealt in one
+    pass, a lifts x and y to 1 and b then lands on y (loads 1, 3, 10), which the proof refuses (x could take
+    one of y's). Dealing a again against b's share gives x and y two each, which it accepts."""
+    load = np.array([0, 0, 10])
+    ok = np.ones(3, dtype=bool)
+    sub = np.array([[True, False, False], [True, True, False], [False, True, True]])
+    orphans = np.array([2, 2, 0])
+    holds = np.zeros((3, 3), dtype=bool)
+    holds[2, 2] = True
+    seen = []
+
+    def accept(dealt):
+        after = load.copy()
+        np.add.at(after, dealt[1], dealt[2])
+        holding = holds.copy()
+        holding[dealt[1], dealt[0]] = True
+        seen.append(after.tolist())
+        return consumer_flow._least_square_sum(after, ok, holding, sub)
+
+    dealt = consumer_flow._deal_greedy(load, ok, sub, orphans, accept)
+    assert seen == [[1, 3, 10], [2, 2, 10]]
+    assert [a.tolist() for a in dealt] == [[0, 1], [0, 1], [2, 2]]
+    assert consumer_flow._deal_greedy(load, ok, sub, orphans, accept, sweeps=1) is None

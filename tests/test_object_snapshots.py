@@ -127,7 +127,7 @@ def test_streams_objects_accept_lists_and_solve():
 from hypothesis import given, settings  # noqa: E402
 
 from stickyflow._check import Checker  # noqa: E402
-from stickyflow.consumer import _members_one_by_one, _well_formed_members  # noqa: E402
+from stickyflow.consumer import _FlatClaims, _members_one_by_one, _well_formed_members  # noqa: E402
 from strategies import consumer_docs  # noqa: E402
 
 
@@ -136,11 +136,18 @@ from strategies import consumer_docs  # noqa: E402
 def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
     """Members read in bulk (the common case) equal those read one by one, field for field."""
     raw = doc["members"]
-    fast = _well_formed_members(raw)
+    read = _well_formed_members(raw)
     slow = _members_one_by_one(raw, Checker())
-    assert fast is not None
+    assert read is not None
+    fast, claims = read
     assert fast == slow
     assert [dict(m.owned) for m in fast] == [dict(m.owned) for m in slow]
+    # the claims the fast reader leaves flat are those of the members it built
+    if claims is not None:
+        again = _FlatClaims.of(slow)
+        assert claims.topics == again.topics
+        for field in ("per_member", "lens", "parts"):
+            assert getattr(claims, field).tolist() == getattr(again, field).tolist()
 
 
 @pytest.mark.parametrize("bad", [
