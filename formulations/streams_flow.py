@@ -94,12 +94,9 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
         return StreamsPlan(target=empty, active=empty, warmup=empty.copy(),
                            standby=np.full((m.T, m.want), -1, dtype=np.int64), method="flow", status="optimal",
                            bound=0, extra={"movements": 0})
-    # relaxations, each a proven bound and a target: standbys priced per task by where the active goes
-    # (capacities relaxed); the joint flow (standbys in the flow with replica balance, one role per client
-    # relaxed) only where the search branched on replicas
-    runs = [best_target(m, joint=True)]
-    if m.want and m.stateful.any() and runs[0][2]["joint_flows"]:  # else the same search, run twice
-        runs.append(best_target(m, joint=False))
+    # a relaxation, a proven bound and a target: standbys priced per task by where the active goes (the
+    # standby floor, capacities relaxed); replica balance is priced in below (replica_lagrangian)
+    runs = [best_target(m)]
     extra = {"t_actives": round(time.perf_counter() - t0, 4)}
     t1 = time.perf_counter()
     best = None
@@ -175,7 +172,7 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
         lam = new
         shifted = _shift_replicas(m, lam)
         try:
-            sol, b, _ = best_target(shifted, joint=False)
+            sol, b, _ = best_target(shifted)
         except InfeasibleError:
             break
         if b is None:
@@ -267,8 +264,8 @@ def _homogeneous_subtopologies(m: StreamsModel) -> bool:
     return bool(((s == 0) | (s == n)).all())
 
 
-def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tuple["ActiveSolution", int, dict]:
-    """The cheapest balanced target (with standbys, in the joint flow), and a proven lower bound.
+def best_target(m: StreamsModel, max_flows: int = 40) -> tuple["ActiveSolution", int, dict]:
+    """The cheapest balanced target (its standbys priced by the standby floor), and a proven lower bound.
 
     A best-first search over the balance boxes: a node fixes a box for some
     counts and relaxes the others to their hull; its flow value bounds every
@@ -284,12 +281,9 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     floor = standby_floor(m) if m.want else None
     use_stateful = bool(m.boxes_stateful) and m.stateful.any() and (~m.stateful).any() and \
         (not m.sub_balance or _homogeneous_subtopologies(m))
-    counts = ["act"] + (["stf"] if use_stateful else []) + \
-        (["rep"] if joint and m.want and m.stateful.any() else []) + \
-        (["sub"] if m.sub_balance else [])
+    counts = ["act"] + (["stf"] if use_stateful else []) + (["sub"] if m.sub_balance else [])
     sub_boxes = m.subtopology_boxes() if m.sub_balance else None
     options = {"act": m.boxes, "stf": m.boxes_stateful if use_stateful else [],
-               "rep": balance_boxes(m.T + m.want * int(m.stateful.sum()), th, bf) if "rep" in counts else [],
                "sub": [[b[0] for b in sub_boxes]] if sub_boxes else []}
     hulls = {k: box_hull(v) for k, v in options.items() if v and k != "sub"}
     if sub_boxes:
@@ -305,27 +299,24 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
             return balance_excess(np.bincount(tg, minlength=C), th, bf)
         if k == "stf":
             return balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf)
-        if k == "rep":
-            return balance_excess(np.bincount(tg, minlength=C) + sol.standbys, th, bf)
         return sum(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) for g in range(m.G))
 
-    flows = joint_flows = 0
+    flows = 0
 
     def run(choice: dict):
-        nonlocal flows, joint_flows
+        nonlocal flows
         flows += 1
         # an unfixed count is off (only movements and cost speak), except active tasks: their hull
         box = {k: choice.get(k) for k in counts}
         box["act"] = choice.get("act", hulls["act"])
-        joint_flows += box.get("rep") is not None
         try:
-            return solve_actives(m, box["act"], box.get("stf"), box.get("sub"), box.get("rep"), floor)
+            return solve_actives(m, box["act"], box.get("stf"), box.get("sub"), floor)
         except InfeasibleError:
             return None
 
     root = run({})
     if root is None:
-        root = run({"stf": None, "sub": None, "rep": None})
+        root = run({"stf": None, "sub": None})
         if root is None:
             raise InfeasibleError("no target fits the balance boxes")
     # nodes ordered by (cost, movements): the cheapest first, then the fewest warm-up rounds
@@ -383,8 +374,7 @@ def best_target(m: StreamsModel, max_flows: int = 40, joint: bool = True) -> tup
     complete = all(len(options[k]) < MAX_BOXES for k in counts if k != "sub") and \
         all(len(b) < MAX_BOXES for b in (sub_boxes or []))
     bound = min([v[0] for v, *_ in heap] + [key[2]] + loose) if complete else None
-    return sol, bound, {"flows": flows, "balance_excess_flow": key[1], "joint": "rep" in counts,
-                        "joint_flows": joint_flows}
+    return sol, bound, {"flows": flows, "balance_excess_flow": key[1]}
 
 
 # --------------------------------------------------------------------------- actives
@@ -396,7 +386,6 @@ class ActiveSolution:
     target: np.ndarray
     movements: int
     value: int
-    standbys: np.ndarray | None = None  # per client, in the joint flow
 
 
 def standby_floor(m: StreamsModel) -> "StandbyFloor":
@@ -572,22 +561,16 @@ def _cheapest(P: np.ndarray, N: np.ndarray, w: int) -> tuple[np.ndarray, ...]:
     return S, pw, pn, pn2
 
 
-def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "StandbyFloor | None" = None
+def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: "StandbyFloor | None" = None
                   ) -> ActiveSolution:
     """The cheapest target inside the boxes (see the module docstring); InfeasibleError when none fits.
 
     ``box1``: (lo, hi) of active tasks per client; ``box2``: of stateful
-    active tasks, or None; ``sub_boxes``: per subtopology (lo, hi), or None;
-    ``box3``: of replicas (active + standby), or None. With ``box3`` the
-    standbys are in the same flow (each stateful task sends ``want`` more
-    units to clients' standby nodes, which meet the actives at a replica node
-    per client), relaxing only the rule that a client holds one role of a
-    task: a lower bound on the target and its standbys, and the target.
-    Without it, ``floor`` prices the standbys each active leaves room for.
+    active tasks, or None; ``sub_boxes``: per subtopology (lo, hi), or None.
+    ``floor`` prices the standbys each active leaves room for.
     """
     T, C = m.T, m.C
-    L, K = tie_weights(m, floor if not (box3 is not None and m.want > 0 and m.stateful.any()) else None)
-    joint = box3 is not None and m.want > 0 and m.stateful.any()
+    L, K = tie_weights(m, floor)
     sub = sub_boxes is not None
     keyn = m.G if sub else 2
     key_t = m.sub if sub else m.stateful.astype(np.int64)
@@ -597,8 +580,6 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     cells, ccell = np.unique(m.cell, return_inverse=True)
     ccell = ccell.reshape(-1).astype(np.int64)
     ncell = len(cells)
-    S = np.flatnonzero(m.stateful) if joint else np.zeros(0, dtype=np.int64)
-    nS = len(S)
     # nodes
     base_split = T                      # (c, s): 2C
     base_client = base_split + 2 * C
@@ -606,16 +587,10 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     n_entry = C * m.G if sub else 0
     base_cell = base_entry + n_entry
     base_hub = base_cell + keyn * ncell
-    base_rep = base_hub + keyn          # replicas of client c
-    base_sbt = base_rep + C             # standby units of stateful task i
-    base_sbc = base_sbt + nS            # standbys of client c
-    base_sbcell = base_sbc + C
-    sbhub = base_sbcell + ncell
-    sink = sbhub + 1
+    sink = base_hub + keyn
     supplies = np.zeros(sink + 1, dtype=np.int64)
     supplies[:T] = 1
-    supplies[base_sbt:base_sbt + nS] = m.want
-    supplies[sink] = -(T + m.want * nS)
+    supplies[sink] = -T
 
     def split(c, s):
         return base_split + 2 * c + s
@@ -638,12 +613,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
 
     cc = np.arange(C)
     lo1, hi1 = box1
-    boxed("client_rep", base_client + cc, base_rep + cc, lo1, hi1)
-    big = T + m.want * nS
-    if joint:
-        boxed("rep_sink", base_rep + cc, sink, box3[0], box3[1])
-    else:
-        arcs.add("rep_sink", base_rep + cc, sink, big, 0)
+    boxed("client_sink", base_client + cc, sink, lo1, hi1)
     if box2 is not None:
         boxed("split1", split(cc, 1), base_client + cc, box2[0], box2[1])
     else:
@@ -661,7 +631,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     arcs.add("cell_entry", base_cell + ck * ncell + ccell[cc2], entry(cc2, ck), T, 0)
 
     # task arcs: explicit for the clients that held the task or are eligible for it, pools for the rest
-    use_floor = floor is not None and not joint
+    use_floor = floor is not None
     fl_cell = floor.cell[:, cells] if use_floor else 0
     mv = L * m.constrained.astype(np.int64) + m.had.astype(np.int64)  # a pool's client is never the previous one
     row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + mv[:, None]
@@ -678,23 +648,6 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     xcost = K * (m.active_cost(xt, xc) + xfl) + L * (~elig).astype(np.int64) + left.astype(np.int64)
     xhead = entry(xc, key_t[xt])
     arcs.add("task_client", xt, xhead, 1, xcost)
-
-    if joint:
-        # standby units: explicit to clients that held the task, pools by rack for newcomers (a standby move)
-        arcs.add("sbc_rep", base_sbc + cc, base_rep + cc, big, 0)
-        arcs.add("sbhub_cell", np.full(ncell, sbhub), base_sbcell + np.arange(ncell), big, 0)
-        arcs.add("sbcell_client", base_sbcell + ccell, base_sbc + cc, big, 0)
-        srow = K * (m.rep_cell[S][:, cells] + m.noc[S][:, None])
-        shub = srow.max(axis=1)
-        si = np.arange(nS)
-        arcs.add("sbt_hub", base_sbt + si, sbhub, m.want, shub)
-        st_, sc_ = np.nonzero(srow < shub[:, None])
-        arcs.add("sbt_cell", base_sbt + st_, base_sbcell + sc_, m.want, srow[st_, sc_])
-        spos = np.full(T, -1, dtype=np.int64)
-        spos[S] = si
-        hk = m.held_keys[m.stateful[m.held_t]]
-        hc, ht = hk // T, hk % T
-        arcs.add("sbt_client", base_sbt + spos[ht], base_sbc + hc, 1, K * m.replica_cost(ht, hc))
 
     out, total = arcs.solve(supplies)
     target = np.full(T, -1, dtype=np.int64)
@@ -716,12 +669,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, box3=None, floor: "Sta
     if (target < 0).any():
         raise SolverFaultError("active flow: a task got no client")
     moving = movements(m, target)
-    sb = np.zeros(C, dtype=np.int64)
-    if joint:
-        t_, h_, f_ = out["sbc_rep"]
-        sb[t_ - base_sbc] = f_
-    value = int(total // K)
-    return ActiveSolution(target, int(moving.sum()), value, sb)
+    return ActiveSolution(target, int(moving.sum()), int(total // K))
 
 
 def tie_weights(m: StreamsModel, floor: "StandbyFloor | None" = None) -> tuple[int, int]:

@@ -50,7 +50,7 @@ default True).
 ...                  "previous_standby": []},
 ...                 {"process_id": "b", "previous_active": [], "previous_standby": []}]})
 >>> r.to_json()["assignment"]["b"]
-{'active': [], 'standby': [], 'warmup': ['0_0', '0_1']}
+{'active': [], 'standby': [], 'warmup': ['0_2', '0_3']}
 >>> r.solver.status, r.followup_rebalance_deadline_ms
 ('optimal', 600000)
 """

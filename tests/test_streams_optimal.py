@@ -288,17 +288,26 @@ def test_tag_floor_bounds_brute_force(seed):
 
 
 def test_replica_lagrangian_proves_what_the_floors_cannot():
-    """120 tasks x 12 clients, one standby, racks: the standby floors ignore how many replicas a client may
-    hold, and stop at 38; pricing replica balance in (a Lagrangian relaxation) proves the flow's 40 optimal.
-    CP-SAT, solving the same model on its own, finds nothing cheaper than that bound."""
-    doc = streams_snapshot("steady", tasks=120, clients=12, seed=2, racks=3, num_standby_replicas=1, subtopologies=4,
-                           stateful_fraction=0.5, config={"rack_aware_assignment_strategy": "min_traffic",
-                                                          "rack_aware_assignment_tags": []})
-    snap = stickyflow.parse_snapshot(doc)
-    fl = solve_streams(snap, SolveOptions(method="flow"))
-    first, lagrangian = fl.extra["relaxation_values"][0], fl.extra["lagrangian_values"]
-    assert max(lagrangian) > first, fl.extra
-    assert fl.status == "optimal" and fl.extra["target_bound"] == fl.extra["target_cost"], fl.extra
+    """120 tasks x 12 clients, one standby, racks (ten seeds): the standby floors ignore how many replicas a
+    client may hold; pricing replica balance in (a Lagrangian relaxation) must never claim more than the plan
+    costs, and must prove some plans optimal that the floors alone leave open (seed 22: 31 -> 37, 26: 48 -> 50
+    today; which seeds depends on which of several equally cheap relaxed targets the flow returns, so the test
+    asks for one at least). CP-SAT, solving the first of those on its own, finds nothing cheaper."""
+    proven = []
+    for seed in range(20, 30):
+        doc = streams_snapshot("steady", tasks=120, clients=12, seed=seed, racks=3, num_standby_replicas=1,
+                               subtopologies=4, stateful_fraction=0.5,
+                               config={"rack_aware_assignment_strategy": "min_traffic",
+                                       "rack_aware_assignment_tags": []})
+        snap = stickyflow.parse_snapshot(doc)
+        fl = solve_streams(snap, SolveOptions(method="flow"))
+        first, lagrangian = fl.extra["relaxation_values"][0], fl.extra.get("lagrangian_values") or []
+        assert max(lagrangian, default=first) <= fl.extra["target_cost"], (seed, fl.extra)
+        if lagrangian and max(lagrangian) > first and fl.status == "optimal":
+            assert fl.extra["target_bound"] == fl.extra["target_cost"], fl.extra
+            proven.append((snap, fl))
+    assert proven
+    snap, fl = proven[0]
     cp = solve_streams(snap, SolveOptions(method="cpsat", time_limit=5, num_workers=1))
     assert cp.extra["target_cost"] >= fl.extra["target_bound"], (cp.extra, fl.extra)
     check_result(snap, stickyflow.assign(snap, "optimal", method="flow"))
