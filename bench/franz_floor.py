@@ -6,7 +6,9 @@ For each scenario of ``../shared/peers/franz/run.py``'s default set (or those na
 * ``parse``: ``parse_snapshot`` alone (reading and checking the dict);
 * ``solver``: the assignor's own time (``result.solver.wall_s``: the flow, the check, the metrics);
 * ``touch``: the least any Python reader pays: one pass over every member's owned lists into one numpy
-  array (``np.fromiter`` over the chained lists), nothing checked, nothing resolved.
+  array (``np.fromiter`` over the chained lists), nothing checked, nothing resolved;
+* ``result``: building the answer's Python mapping (member -> topic -> partition tuple) from the solved owner
+  arrays, as ``assign`` does (``ArrayAssignment.to_tuples``): what handing a Python caller the answer costs.
 
 With ``--franz JSON`` (a ``run.py --json`` output) franz-go's balance time stands beside them, and
 ``touch / franz`` says how much of franz-go's whole time a Python program spends just reading the input.
@@ -64,8 +66,12 @@ def main(argv=None) -> int:
             for row in json.load(f)["rows"]:
                 franz[row["scenario"]] = row["franz"]["time_s"] * 1000 if "time_s" in row.get("franz", {}) else None
     rows = []
+    from stickyflow.consumer import remembered_claims
+    from stickyflow.consumer_check import as_array_assignment
+    from stickyflow.formulations.consumer_flow import solve_consumer
+
     print(f"{'scenario':32} {'franz ms':>9} {'assign ms':>9} {'parse ms':>9} {'solver ms':>9} {'touch ms':>9}"
-          f" {'touch/franz':>11}")
+          f" {'result ms':>9} {'touch/franz':>11}")
     for name in args.scenarios or runner.DEFAULT:
         P, M, sub, ev = name.split(":")[:4]
         doc = runner.snapshot(make_scenario(int(P), int(M), sub, ev), name)
@@ -74,15 +80,19 @@ def main(argv=None) -> int:
         t_parse = _median(lambda: stickyflow.parse_snapshot(doc))
         t_solver = statistics.median(stickyflow.assign(doc, "optimal").solver.wall_s for _ in range(3))
         t_touch = _median(lambda: touch(doc))
+        snap = stickyflow.parse_snapshot(doc)
+        with remembered_claims(snap):
+            answer = as_array_assignment(snap, solve_consumer(snap).assignment)
+        t_result = _median(answer.to_tuples)
         f = franz.get(name)
         row = dict(scenario=name, franz_ms=f, assign_ms=t_assign * 1e3, parse_ms=t_parse * 1e3,
-                   solver_ms=t_solver * 1e3, touch_ms=t_touch * 1e3, status=res.solver.status,
-                   loadavg=os.getloadavg())
+                   solver_ms=t_solver * 1e3, touch_ms=t_touch * 1e3, result_ms=t_result * 1e3,
+                   status=res.solver.status, loadavg=os.getloadavg())
         rows.append(row)
         fs = f"{f:9.1f}" if f else f"{'-':>9}"
         ratio = f"{t_touch * 1e3 / f:11.2f}" if f else f"{'-':>11}"
         print(f"{name:32} {fs} {t_assign * 1e3:9.1f} {t_parse * 1e3:9.1f} {t_solver * 1e3:9.1f} "
-              f"{t_touch * 1e3:9.2f} {ratio}", flush=True)
+              f"{t_touch * 1e3:9.2f} {t_result * 1e3:9.1f} {ratio}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg": os.getloadavg()}, f,

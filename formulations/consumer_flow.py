@@ -154,7 +154,13 @@ def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     n_classes = len(d.classes)
     size = np.bincount(d.member_class[d.member_class >= 0], minlength=n_classes)
     P = np.array([d.snap.topics[t].partitions for t in d.topics], dtype=np.int64)
-    # which class reads which topic: the rows of the distinct subscriptions of its members
+    head, tail = np.nonzero(_class_reads(d) & (P > 0)[None, :])  # by class, then topic in snapshot order
+    return P, tail.astype(np.int64), head.astype(np.int64), size
+
+
+def _class_reads(d: _Data) -> np.ndarray:
+    """Member class x assignable topic (``d.topics``): does the class read it. The rows of the distinct
+    subscriptions of its members (no step per member or per class and topic)."""
     group, _ = d.snap.subscription_groups()
     reads = d.snap.subscription_matrix()
     pos = {t: j for j, t in enumerate(d.snap.topics)}
@@ -162,11 +168,9 @@ def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     group_class = np.full(len(reads), -1, dtype=np.int64)
     group_class[group] = d.member_class  # the members of one subscription share its class
     ok = group_class >= 0
-    class_reads = np.zeros((n_classes, len(d.topics)), dtype=bool)
+    class_reads = np.zeros((len(d.classes), len(d.topics)), dtype=bool)
     class_reads[group_class[ok]] = reads[ok][:, cols]
-    class_reads &= (P > 0)[None, :]
-    head, tail = np.nonzero(class_reads)  # by class, then topic in snapshot order: never by hashing
-    return P, tail.astype(np.int64), head.astype(np.int64), size
+    return class_reads
 
 
 def _class_loads(d: _Data, graph: tuple | None = None, beta: int | None = None) -> np.ndarray:
@@ -594,10 +598,7 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     NR = len(racksets)
     # topic classes: topics read by the same member classes are interchangeable, so their partitions
     # share groups and pools (with distinct readers per topic, a topic class is just the topic)
-    tindex = {t: j for j, t in enumerate(d.topics)}
-    reads = np.zeros((len(d.classes), T), dtype=bool)  # member class x topic
-    for c, s in enumerate(d.classes):
-        reads[c, [tindex[t] for t in s if t in tindex]] = True
+    reads = _class_reads(d)  # member class x topic
     tclass_id: dict[bytes, int] = {}
     topic_tclass = np.fromiter((tclass_id.setdefault(reads[:, j].tobytes(), len(tclass_id)) for j in range(T)),
                                dtype=np.int64, count=T)

@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 SNAPSHOT_FORMAT = "stickyflow.snapshot/1"
+_DENSE_READS = 1 << 24  # distinct subscriptions x topics up to which "who reads what" is one boolean matrix
 _EMPTY: Mapping = MappingProxyType({})
 
 
@@ -108,7 +109,6 @@ class ConsumerSnapshot:
     #: unknown fields the reader ignored, one line each (see ``AssignmentResult.warnings``)
     warnings: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     _subscribers: dict | None = field(default=None, init=False, repr=False, compare=False)
-    _groups: Any = field(default=None, init=False, repr=False, compare=False)
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # derived, computed once
     #: every claim as flat arrays, left by the reader (it reads them anyway), else built on first use
     _claims_flat: Any = field(default=None, init=False, repr=False, compare=False)
@@ -145,8 +145,8 @@ class ConsumerSnapshot:
         >>> group.tolist(), distinct
         ([0, 1, 0], [('x', 'y'), ('y',)])
         """
-        if self._groups is not None:
-            return self._groups
+        if "groups" in self._memo:
+            return self._memo["groups"]
         by_identity: dict[int, int] = {}
         by_value: dict[tuple[str, ...], int] = {}
         subs = [m.subscription for m in self.members]
@@ -157,8 +157,7 @@ class ConsumerSnapshot:
                 g = by_identity[id(sub)] = by_value.setdefault(sub, len(by_value))
             group[i] = g
         group.flags.writeable = False
-        out = (group, list(by_value))
-        object.__setattr__(self, "_groups", out)
+        out = self._memo["groups"] = (group, list(by_value))
         return out
 
     def subscribers(self) -> dict[str, list[int]]:
@@ -207,6 +206,21 @@ class ConsumerSnapshot:
         flat.flags.writeable = glen.flags.writeable = False
         self._memo["group_topics"] = flat, glen
         return flat, glen
+
+    def reads(self, group: np.ndarray, topic: np.ndarray) -> np.ndarray:
+        """Does distinct subscription ``group[i]`` read topic ``topic[i]`` (positions in ``topics``), element
+        by element: a lookup in :meth:`subscription_matrix` where that is small, else a search in the sorted
+        (subscription, topic) pairs (no dense matrix of every subscription by every topic)."""
+        flat, glen = self._group_topics()
+        T = len(self.topics)
+        if len(glen) * T <= _DENSE_READS:
+            return self.subscription_matrix()[group, topic]
+        keys = self._memo.get("read_keys")
+        if keys is None:
+            keys = self._memo["read_keys"] = np.sort(np.repeat(np.arange(len(glen), dtype=np.int64), glen) * T + flat)
+        want = np.asarray(group, dtype=np.int64) * T + topic
+        at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+        return keys[at] == want if len(keys) else np.zeros(len(want), dtype=bool)
 
     def subscription_matrix(self) -> np.ndarray:
         """Distinct subscription x topic (positions in ``topics``): does it read the topic (boolean)."""

@@ -411,9 +411,8 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     if len(got_all):
         # who reads what, per distinct subscription (members sharing one share its row)
         member_class, _ = snap.subscription_groups()
-        reads = snap.subscription_matrix()
         given_topic = topic_of[assigned_all]
-        bad = ~reads[member_class[got_all], given_topic]  # one lookup per partition, no sort
+        bad = ~snap.reads(member_class[got_all], given_topic)  # one lookup per partition
         if bad.any():  # the (member, topic) pairs, once each, for the messages
             pairs = _distinct(got_all[bad] * T + given_topic[bad])
             unsubscribed.extend((int(i), int(j), names[int(j)]) for i, j in zip(pairs // T, pairs % T))

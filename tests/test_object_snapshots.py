@@ -164,3 +164,36 @@ def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
 ])
 def test_anything_unusual_leaves_the_fast_path(bad):
     assert _well_formed_members([{"id": "z", "subscription": ["t"]}, bad]) is None
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_who_reads_what_is_the_same_dense_and_sparse(seed, monkeypatch):
+    """``ConsumerSnapshot.reads`` answers from one boolean matrix while distinct subscriptions x topics is
+    small, else by searching the sorted pairs: both say exactly which subscription reads which topic (deleted
+    topics in a subscription read nothing), and ``subscribers`` agrees with them."""
+    import random
+
+    import numpy as np
+
+    import stickyflow
+    from stickyflow import consumer as consumer_module
+
+    rng = random.Random(seed)
+    topics = {f"t{j}": {"partitions": 1} for j in range(rng.randint(1, 12))}
+    names = list(topics) + ["gone"]
+    members = [{"id": f"m{i}", "subscription": rng.sample(names, rng.randint(0, len(names)))}
+               for i in range(rng.randint(1, 15))]
+    doc = {"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": topics, "members": members}
+    answers = []
+    for dense in (True, False):
+        monkeypatch.setattr(consumer_module, "_DENSE_READS", 1 << 24 if dense else 0)
+        snap = stickyflow.parse_snapshot(doc)
+        group, distinct = snap.subscription_groups()
+        g, t = (a.ravel() for a in np.meshgrid(np.arange(len(distinct)), np.arange(len(snap.topics)), indexing="ij"))
+        answers.append(snap.reads(g, t).tolist())
+        truth = [list(snap.topics)[j] in distinct[q] for q, j in zip(g.tolist(), t.tolist())]
+        assert answers[-1] == truth
+        assert {t: snap.subscribers()[t] for t in snap.topics} == \
+            {t: [i for i, m in enumerate(members) if t in m["subscription"]] for t in snap.topics}
+        assert [distinct[q] for q in group.tolist()] == [tuple(dict.fromkeys(m["subscription"])) for m in members]
+    assert answers[0] == answers[1]
