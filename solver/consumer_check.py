@@ -82,10 +82,11 @@ class ArrayAssignment(Mapping):
             return names, z, z, z
         own = np.concatenate([self.owners[t] for t in names])
         sizes = np.fromiter((len(self.owners[t]) for t in names), dtype=np.int64, count=len(names))
-        topic = np.repeat(np.arange(len(names), dtype=np.int64), sizes)
+        topic = np.repeat(np.arange(len(names), dtype=np.int32), sizes)
         part = np.arange(len(own), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        keep = own >= 0
-        own, topic, part = own[keep], topic[keep], part[keep]
+        if len(own) and int(own.min()) < 0:  # some partitions unassigned (withheld, or a partial answer)
+            keep = own >= 0
+            own, topic, part = own[keep], topic[keep], part[keep]
         order = _stable_order(own, len(self.snapshot.members))  # already topic-major, partition-ascending
         return names, own[order], topic[order], part[order]
 
@@ -166,13 +167,13 @@ def _gc_paused():
 def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[tuple[int, ...]]:
     """``tuple(part[s:e])`` for every run, as Python ints, in run order.
 
-    Short runs (a member holding one or two partitions of each of hundreds of
+    Mostly short runs (a member holding one or two partitions of each of hundreds of
     topics) are zipped column-wise in C, one length at a time; longer ones are sliced.
     """
     n = len(starts)
     lengths = ends - starts
     flat = part.tolist()
-    if n < 256 or int(lengths.min()) > 8:
+    if n < 256 or len(part) >= 4 * n:  # runs of four or more on average: slicing is cheapest
         return [tuple(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
     grouped: list[tuple[int, ...]] = []
     order: list[np.ndarray] = []
