@@ -592,8 +592,10 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
         for j, t in enumerate(d.topics):
             racks = snap.topics[t].racks
             if racks is not None:
-                rs[offsets[j]:offsets[j + 1]] = np.fromiter(
-                    (rs_index.setdefault(r, len(rs_index)) for r in racks), dtype=np.int64, count=len(racks))
+                for r in dict.fromkeys(racks):  # new rack sets in order of first appearance
+                    rs_index.setdefault(r, len(rs_index))
+                rs[offsets[j]:offsets[j + 1]] = np.fromiter(map(rs_index.__getitem__, racks), dtype=np.int64,
+                                                            count=len(racks))
     racksets = list(rs_index)
     NR = len(racksets)
     # topic classes: topics read by the same member classes are interchangeable, so their partitions

@@ -349,19 +349,17 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
         if racks_raw is not None and n is not None:
             if len(racks_raw) != n:
                 chk.fail(f"{path}.racks", f"must hold one list per partition ({n}), not {len(racks_raw)}")
+            elif set(map(type, racks_raw)) <= {list} and set(map(type, chain.from_iterable(racks_raw))) <= {str}:
+                # the common case in a few passes in C: one frozenset per distinct list of racks
+                keys = list(map(tuple, racks_raw))
+                for key in dict.fromkeys(keys):
+                    if key not in interned:
+                        interned[key] = frozenset(key)
+                racks = tuple(map(interned.__getitem__, keys))
             else:
-                out = []
-                for i, lst in enumerate(racks_raw):
-                    if not isinstance(lst, list) or not all(isinstance(r, str) for r in lst):
-                        chk.fail(f"{path}.racks[{i}]", "must be an array of rack names (strings)")
-                        out = None
-                        break
-                    key = tuple(lst)
-                    fs = interned.get(key)
-                    if fs is None:
-                        fs = interned[key] = frozenset(lst)
-                    out.append(fs)
-                racks = tuple(out) if out is not None else None
+                i = next(i for i, lst in enumerate(racks_raw)
+                         if not isinstance(lst, list) or not all(isinstance(r, str) for r in lst))
+                chk.fail(f"{path}.racks[{i}]", "must be an array of rack names (strings)")
         if n is not None:
             topics[name] = Topic(name=name, partitions=n, racks=racks)
     return MappingProxyType(topics)

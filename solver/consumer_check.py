@@ -264,9 +264,9 @@ class _Owners:
 
 
 def _rackset_ids(racks: tuple[frozenset[str], ...]) -> tuple[np.ndarray, list[frozenset[str]]]:
-    ids: dict[frozenset[str], int] = {}
-    arr = np.fromiter((ids.setdefault(r, len(ids)) for r in racks), dtype=np.int32, count=len(racks))
-    return arr, list(ids)
+    sets = list(dict.fromkeys(racks))  # in order of first appearance
+    ids = {r: i for i, r in enumerate(sets)}
+    return np.fromiter(map(ids.__getitem__, racks), dtype=np.int32, count=len(racks)), sets
 
 
 def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
