@@ -119,7 +119,7 @@ def _prepare(snap: ConsumerSnapshot) -> _Data:
     group, distinct = snap.subscription_groups()
     nonempty = frozenset(t for t, v in snap.topics.items() if v.partitions)
     class_id: dict[frozenset[str], int] = {}
-    group_class = np.full(len(distinct) + 1, -1, dtype=np.int64)  # last entry: for no member
+    group_class = np.full(len(distinct), -1, dtype=np.int64)
     for g, sub in enumerate(distinct):  # groups come in order of first appearance
         s = nonempty.intersection(sub)
         if s:
@@ -162,14 +162,16 @@ def _class_reads(d: _Data) -> np.ndarray:
     """Member class x assignable topic (``d.topics``): does the class read it. The rows of the distinct
     subscriptions of its members (no step per member or per class and topic)."""
     group, _ = d.snap.subscription_groups()
-    reads = d.snap.subscription_matrix()
-    pos = {t: j for j, t in enumerate(d.snap.topics)}
-    cols = np.fromiter(map(pos.__getitem__, d.topics), dtype=np.int64, count=len(d.topics))
-    group_class = np.full(len(reads), -1, dtype=np.int64)
+    topic, glen = d.snap._group_topics()  # each distinct subscription's topics (snapshot positions)
+    group_class = np.full(len(glen), -1, dtype=np.int64)
     group_class[group] = d.member_class  # the members of one subscription share its class
-    ok = group_class >= 0
+    column = np.full(len(d.snap.topics), -1, dtype=np.int64)  # snapshot position -> position in d.topics
+    pos = {t: j for j, t in enumerate(d.snap.topics)}
+    column[np.fromiter(map(pos.__getitem__, d.topics), dtype=np.int64, count=len(d.topics))] = np.arange(len(d.topics))
+    cls, col = np.repeat(group_class, glen), column[topic]
+    ok = (cls >= 0) & (col >= 0)
     class_reads = np.zeros((len(d.classes), len(d.topics)), dtype=bool)
-    class_reads[group_class[ok]] = reads[ok][:, cols]
+    class_reads[cls[ok], col[ok]] = True
     return class_reads
 
 
