@@ -356,10 +356,18 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
                     if key not in interned:
                         interned[key] = frozenset(key)
                 racks = tuple(map(interned.__getitem__, keys))
-            else:
-                i = next(i for i, lst in enumerate(racks_raw)
-                         if not isinstance(lst, list) or not all(isinstance(r, str) for r in lst))
-                chk.fail(f"{path}.racks[{i}]", "must be an array of rack names (strings)")
+            else:  # one by one: names the first bad entry (and takes subclasses of list and str)
+                out = []
+                for i, lst in enumerate(racks_raw):
+                    if not isinstance(lst, list) or not all(isinstance(r, str) for r in lst):
+                        chk.fail(f"{path}.racks[{i}]", "must be an array of rack names (strings)")
+                        out = None
+                        break
+                    key = tuple(lst)
+                    if key not in interned:
+                        interned[key] = frozenset(key)
+                    out.append(interned[key])
+                racks = tuple(out) if out is not None else None
         if n is not None:
             topics[name] = Topic(name=name, partitions=n, racks=racks)
     return MappingProxyType(topics)

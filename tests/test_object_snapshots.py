@@ -197,3 +197,27 @@ def test_who_reads_what_is_the_same_dense_and_sparse(seed, monkeypatch):
             {t: [i for i, m in enumerate(members) if t in m["subscription"]] for t in snap.topics}
         assert [distinct[q] for q in group.tolist()] == [tuple(dict.fromkeys(m["subscription"])) for m in members]
     assert answers[0] == answers[1]
+
+
+def test_replica_racks_read_in_bulk_or_one_by_one_agree():
+    """A topic's replica racks are read in bulk when every entry is a plain list of plain strings, else one by
+    one (subclasses of str, such as numpy's, are still rack names): both give the same rack sets, shared
+    between equal lists, and a bad entry is named by its index."""
+    import numpy as np
+
+    import stickyflow
+    from stickyflow.errors import InvalidSnapshotError
+
+    def read(racks):
+        return stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
+                                          "topics": {"t": {"partitions": len(racks), "racks": racks}},
+                                          "members": [{"id": "m", "subscription": ["t"], "rack": "a"}]})
+
+    plain = read([["a", "b"], ["b"], ["a", "b"], []]).topics["t"].racks
+    odd = read([[np.str_("a"), "b"], ["b"], ["a", "b"], []]).topics["t"].racks
+    assert plain == odd == (frozenset("ab"), frozenset("b"), frozenset("ab"), frozenset())
+    assert plain[0] is plain[2] and odd[0] is odd[2]
+    with pytest.raises(InvalidSnapshotError, match=r"topics\.t\.racks\[2\]"):
+        read([["a"], ["b"], ["a", 3]])
+    with pytest.raises(InvalidSnapshotError, match=r"topics\.t\.racks\[1\]"):
+        read([["a"], "b"])
