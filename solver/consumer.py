@@ -108,10 +108,9 @@ class ConsumerSnapshot:
     kind: str = field(default="consumer", init=False)
     #: unknown fields the reader ignored, one line each (see ``AssignmentResult.warnings``)
     warnings: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
-    _subscribers: dict | None = field(default=None, init=False, repr=False, compare=False)
-    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # derived, computed once
-    #: every claim as flat arrays, left by the reader (it reads them anyway), else built on first use
-    _claims_flat: Any = field(default=None, init=False, repr=False, compare=False)
+    #: what the solve, the check and the metrics derive from the snapshot, computed once: the subscription
+    #: groups and lists, and every claim as flat arrays (left by the reader, which reads them anyway)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not built_by_reader():
@@ -163,8 +162,8 @@ class ConsumerSnapshot:
     def subscribers(self) -> dict[str, list[int]]:
         """Topic name -> indexes of the members subscribing to it (existing topics only). Computed once per
         snapshot (the solve, the check and the metrics all ask); treat the lists as read-only."""
-        if self._subscribers is not None:
-            return self._subscribers
+        if "subscribers" in self._memo:
+            return self._memo["subscribers"]
         subs: dict[str, list[int]] = {t: [] for t in self.topics}
         group, distinct = self.subscription_groups()
         if len(distinct) == 1:
@@ -187,7 +186,7 @@ class ConsumerSnapshot:
             cut = np.searchsorted(pair_topic[order], np.arange(len(self.topics) + 1)).tolist()
             for t, a, b in zip(self.topics, cut[:-1], cut[1:]):
                 subs[t] = member[a:b].tolist()
-        object.__setattr__(self, "_subscribers", subs)
+        self._memo["subscribers"] = subs
         return subs
 
     def _group_topics(self) -> tuple[np.ndarray, np.ndarray]:
@@ -308,7 +307,7 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     if chk.warnings:
         object.__setattr__(snap, "warnings", chk.warnings)
     if claims is not None:
-        object.__setattr__(snap, "_claims_flat", claims)
+        snap._memo["claims"] = claims
     return snap
 
 
@@ -678,10 +677,9 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
     total = int(offsets[-1])
     owner_all = np.full(total, -1, dtype=np.int32)
     members = snap.members
-    claims = snap._claims_flat
+    claims = snap._memo.get("claims")
     if claims is None:
-        claims = _FlatClaims.of(members)
-        object.__setattr__(snap, "_claims_flat", claims)
+        claims = snap._memo["claims"] = _FlatClaims.of(members)
     per_member, lens, flat = claims.per_member, claims.lens, claims.parts
     flat_claims = None
     if len(lens):
