@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, previous_owners
-from stickyflow.consumer_check import ArrayAssignment
+from stickyflow.consumer_check import ArrayAssignment, _stable_order
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
                                UnknownAssignorError)
 from stickyflow.registry import SolveOptions
@@ -108,6 +108,7 @@ class _Data:
     rack_aware: bool
     tc: int
     noc: int
+    class_reads: np.ndarray | None = None  # member class x topic, built on first use (_class_reads)
 
 
 def _prepare(snap: ConsumerSnapshot) -> _Data:
@@ -160,7 +161,9 @@ def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 
 def _class_reads(d: _Data) -> np.ndarray:
     """Member class x assignable topic (``d.topics``): does the class read it. The rows of the distinct
-    subscriptions of its members (no step per member or per class and topic)."""
+    subscriptions of its members (no step per member or per class and topic); computed once per solve."""
+    if d.class_reads is not None:
+        return d.class_reads
     group, _ = d.snap.subscription_groups()
     topic, glen = d.snap._group_topics()  # each distinct subscription's topics (snapshot positions)
     group_class = np.full(len(glen), -1, dtype=np.int64)
@@ -172,6 +175,8 @@ def _class_reads(d: _Data) -> np.ndarray:
     ok = (cls >= 0) & (col >= 0)
     class_reads = np.zeros((len(d.classes), len(d.topics)), dtype=bool)
     class_reads[cls[ok], col[ok]] = True
+    class_reads.flags.writeable = False
+    d.class_reads = class_reads
     return class_reads
 
 
@@ -366,18 +371,12 @@ def _warm_start(d: _Data, graph: tuple):
     holds = np.zeros((M, T), dtype=bool)
     holds[owner[keep], topic_of[keep]] = True
     orphans = np.bincount(topic_of[~keep], minlength=T)
-    proven: list = []
 
     def optimal(dealt) -> bool:  # the proof, for a deal of either kind
         dj, dm, dn = dealt
-        after = load.copy()
-        np.add.at(after, dm, dn)
         holding = holds.copy()
         holding[dm, dj] = True
-        if _least_square_sum(after, ok, holding, sub):
-            proven[:] = [dealt, after]
-            return True
-        return False
+        return _least_square_sum(load + np.bincount(dm, weights=dn, minlength=M).astype(np.int64), ok, holding, sub)
 
     # the greedy deal first where the flow would be large (it costs a few numpy steps per topic and
     # round, the flow about a microsecond per reader arc), then the flow's; the proof decides either way
@@ -389,7 +388,8 @@ def _warm_start(d: _Data, graph: tuple):
         dealt = _deal_orphans(load, ok, sub, orphans)
         if dealt is None or not optimal(dealt):
             return None
-    (dj, dm, dn), load = proven
+    dj, dm, dn = dealt
+    load = load + np.bincount(dm, weights=dn, minlength=M).astype(np.int64)
     new_owner = np.where(keep, owner, -1)
     free = np.flatnonzero(~keep)  # topic-major, as (dj, dm) are
     new_owner[free] = np.repeat(dm, dn)
@@ -548,8 +548,7 @@ def _equal_subscriptions(d: _Data):
     # keep: the first min(owned, quota) of each member's owned partitions in partition order
     held = np.flatnonzero(keepable)
     holder = owner[held]
-    # a stable sort by holder; with fewer than 32,768 members numpy sorts 16-bit keys by radix, in linear time
-    order = np.argsort(holder.astype(np.int16) if M < 2**15 else holder, kind="stable")
+    order = _stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
     held, holder = held[order], holder[order]
     start = np.searchsorted(holder, np.arange(M))
     rank = np.arange(len(held)) - start[holder]
