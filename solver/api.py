@@ -23,7 +23,6 @@ rules it breaks are listed in ``metrics["broken_rules"]``.
 
 from __future__ import annotations
 
-import gc
 import time
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -31,8 +30,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from .consumer import ConsumerSnapshot, previous_owners, remembered_claims
-from .consumer_check import (ArrayAssignment, as_array_assignment, cooperative_split, inspect_consumer,
-                             normalize_consumer_assignment)
+from .consumer_check import (ArrayAssignment, _gc_paused, as_array_assignment, cooperative_split,
+                             inspect_consumer, normalize_consumer_assignment)
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
 from .registry import SolveOptions, get_assignor
@@ -71,14 +70,8 @@ def assign(snapshot: Any, assignor: str = "optimal", *, time_limit: float | None
     :class:`UnknownAssignorError` for an unknown assignor name.
     """
     options = SolveOptions(time_limit=time_limit, seed=seed, num_workers=num_workers, method=method, extra=extra)
-    # one call builds many small acyclic containers: no cycle collection in between
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():  # one call builds many small acyclic containers: no cycle collection in between
         return _front_door(snapshot, assignor, options, fallback)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _front_door(snapshot: Any, assignor: str, options: SolveOptions, fallback: bool) -> AssignmentResult:
