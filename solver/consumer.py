@@ -15,12 +15,12 @@ configuration. See ``snapshot-format.md`` (kind ``"consumer"``).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, islice
 from types import MappingProxyType
 from typing import Any
 
@@ -483,7 +483,8 @@ def _read_owned(owned: list) -> _FlatClaims | None:
     values = list(chain.from_iterable(o.values() for o in present))
     if values and set(map(type, values)) != {list}:
         return None
-    flat = list(chain.from_iterable(values))
+    flat: list = []
+    deque(map(flat.extend, values), 0)  # a fifth of chain.from_iterable's time over many short lists
     if flat and set(map(type, flat)) != {int}:  # bool is not int here: true is no partition number
         return None
     try:
@@ -495,6 +496,64 @@ def _read_owned(owned: list) -> _FlatClaims | None:
     per_member = np.fromiter(map(len, (o or () for o in owned)), dtype=np.int64, count=len(owned))
     lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
     return _FlatClaims(list(chain.from_iterable(present)), per_member, lens, parts)
+
+
+class _OwnedView(Mapping):
+    """A member's ``owned`` as the bulk reader leaves it: read-only, its topics and partitions kept in the
+    snapshot's flat claims until first asked for, then a ``mappingproxy`` of tuples like any other member's.
+
+    The solve reads the flat claims and never looks here; copying every claim into a tuple up front cost a
+    third of reading a 100,000-partition group.
+    """
+
+    __slots__ = ("_claims", "_at", "_map")
+
+    def __init__(self, claims: _FlatClaims, at: tuple[int, int, int]):
+        self._claims = claims
+        self._at = at  # first claim, end of claims, first partition
+        self._map: MappingProxyType | None = None
+
+    def _get(self) -> MappingProxyType:
+        m = self._map
+        if m is None:
+            a, b, p = self._at
+            c = self._claims
+            lens = c.lens[a:b].tolist()
+            it = iter(c.parts[p:p + sum(lens)].tolist())
+            m = self._map = MappingProxyType(dict(zip(c.topics[a:b], [tuple(islice(it, n)) for n in lens])))
+        return m
+
+    def __getitem__(self, key):
+        return self._get()[key]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return self._at[1] - self._at[0]
+
+    def __contains__(self, key) -> bool:
+        return key in self._get()
+
+    def keys(self):
+        return self._get().keys()
+
+    def items(self):
+        return self._get().items()
+
+    def values(self):
+        return self._get().values()
+
+    def get(self, key, default=None):
+        return self._get().get(key, default)
+
+    def __eq__(self, other) -> bool:
+        return self._get() == (other._get() if type(other) is _OwnedView else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._get())
 
 
 def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None] | None:
@@ -514,7 +573,7 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     if not _all_of(ids, str) or len(set(ids)) != len(ids):
         return None
     subs = [get(m, "subscription") for m in raw]
-    if not _all_of(subs, list):
+    if not _all_of(subs, list) or not _all_of(list(chain.from_iterable(subs)), str):
         return None
     racks = [get(m, "rack") for m in raw]
     instances = [get(m, "instance_id") for m in raw]
@@ -531,15 +590,15 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
         return None
     shared: dict[tuple, tuple[str, ...]] = {}
     out = []
-    for mid, sub, rack, gen, inst, own in zip(ids, subs, racks, gens, instances, owned):
+    at = np.cumsum(claims.per_member).tolist()
+    part_at = np.r_[0, np.cumsum(claims.lens)].tolist()
+    for mid, sub, rack, gen, inst, own, b in zip(ids, subs, racks, gens, instances, owned, at):
         key = tuple(sub)
         sub_t = shared.get(key)
         if sub_t is None:
-            if not _all_of(sub, str):
-                return None
             sub_t = shared[key] = tuple(dict.fromkeys(key))
         out.append(_checked_member(mid, sub_t, rack, None if gen < 0 else gen,
-                                   MappingProxyType(dict(zip(own, map(tuple, own.values())))) if own else _EMPTY,
+                                   _OwnedView(claims, (b - len(own), b, part_at[b - len(own)])) if own else _EMPTY,
                                    inst))
     return tuple(out), claims
 

@@ -142,12 +142,34 @@ def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
     fast, claims = read
     assert fast == slow
     assert [dict(m.owned) for m in fast] == [dict(m.owned) for m in slow]
+    # owned partitions stay in the flat claims until asked for, then read like the one-by-one reader's
+    assert [repr(m) for m in fast] == [repr(m) for m in slow]
+    for f, s in zip(fast, slow):
+        assert len(f.owned) == len(s.owned) and list(f.owned) == list(s.owned)
+        assert all(t in f.owned and f.owned.get(t) == s.owned[t] for t in s.owned)
+        assert f.owned.get("no such topic") is None and "no such topic" not in f.owned
     # the claims the fast reader leaves flat are those of the members it built
     if claims is not None:
         again = _FlatClaims.of(slow)
         assert claims.topics == again.topics
         for field in ("per_member", "lens", "parts"):
             assert getattr(claims, field).tolist() == getattr(again, field).tolist()
+
+
+def test_owned_read_in_bulk_is_read_only_and_copies_nothing_of_the_callers():
+    """The bulk reader's ``owned`` cannot be written, does not follow later edits of the caller's lists, and
+    rebuilding a member from it (``dataclasses.replace``) gives an equal member."""
+    import dataclasses
+
+    raw = [{"id": "a", "subscription": ["t", "u"], "owned": {"t": [2, 0], "u": [1]}},
+           {"id": "b", "subscription": ["t"]}, {"id": "c", "subscription": ["t"], "owned": {"t": [1]}}]
+    (a, b, c), _ = _well_formed_members(raw)
+    raw[0]["owned"]["t"].append(5)
+    raw[2]["owned"]["t"][0] = 9
+    assert a.owned == {"t": (2, 0), "u": (1,)} and c.owned == {"t": (1,)} and b.owned == {}
+    with pytest.raises(TypeError):
+        a.owned["t"] = (3,)  # type: ignore[index]
+    assert dataclasses.replace(a) == a and dataclasses.replace(a, id="z").owned == a.owned
 
 
 @pytest.mark.parametrize("bad", [
