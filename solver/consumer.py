@@ -573,7 +573,7 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     if not _all_of(ids, str) or len(set(ids)) != len(ids):
         return None
     subs = [get(m, "subscription") for m in raw]
-    if not _all_of(subs, list) or not _all_of(list(chain.from_iterable(subs)), str):
+    if not _all_of(subs, list):
         return None
     racks = [get(m, "rack") for m in raw]
     instances = [get(m, "instance_id") for m in raw]
@@ -596,6 +596,8 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
         key = tuple(sub)
         sub_t = shared.get(key)
         if sub_t is None:
+            if not _all_of(sub, str):
+                return None
             sub_t = shared[key] = tuple(dict.fromkeys(key))
         out.append(_checked_member(mid, sub_t, rack, None if gen < 0 else gen,
                                    _OwnedView(claims, (b - len(own), b, part_at[b - len(own)])) if own else _EMPTY,
