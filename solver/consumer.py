@@ -590,9 +590,11 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
         return None
     shared: dict[tuple, tuple[str, ...]] = {}
     out = []
-    at = np.cumsum(claims.per_member).tolist()
-    part_at = np.r_[0, np.cumsum(claims.lens)].tolist()
-    for mid, sub, rack, gen, inst, own, b in zip(ids, subs, racks, gens, instances, owned, at):
+    ends = np.cumsum(claims.per_member)  # each member's claims end here; its partitions start at part_at
+    starts = ends - claims.per_member
+    part_at = np.r_[0, np.cumsum(claims.lens)][starts].tolist()
+    for mid, sub, rack, gen, inst, own, a, b, p in zip(ids, subs, racks, gens, instances, owned, starts.tolist(),
+                                                     ends.tolist(), part_at):
         key = tuple(sub)
         sub_t = shared.get(key)
         if sub_t is None:
@@ -600,7 +602,7 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
                 return None
             sub_t = shared[key] = tuple(dict.fromkeys(key))
         out.append(_checked_member(mid, sub_t, rack, None if gen < 0 else gen,
-                                   _OwnedView(claims, (b - len(own), b, part_at[b - len(own)])) if own else _EMPTY,
+                                   _OwnedView(claims, (a, b, p)) if own else _EMPTY,
                                    inst))
     return tuple(out), claims
 
