@@ -182,16 +182,27 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
             break
         lam = new
         shifted = _shift_replicas(m, lam)
-        try:
-            sol, b, _ = best_target(shifted)
-        except InfeasibleError:
+        found = _priced_search(shifted, lam, hi)
+        if found is None:
             break
-        if b is None:
-            break
-        values.append(int(b) - int((lam * hi).sum()))
-        targets.append(sol.target)
-        target = sol.target
+        values.append(found[0])
+        targets.append(found[1])
+        target = found[1]
     return values, targets
+
+
+def _priced_search(shifted: StreamsModel, lam: np.ndarray, hi: np.ndarray, units: int = 1
+                   ) -> tuple[int, np.ndarray] | None:
+    """The box search on ``shifted`` (costs times ``units``, replicas priced by ``lam``): a lower bound on the
+    optimum (its value less ``sum(lam * hi)``, over ``units``, rounded up: costs are integers) and its relaxed
+    target; None when the search finds nothing to bound."""
+    try:
+        sol, b, _ = best_target(shifted)
+    except InfeasibleError:
+        return None
+    if b is None:
+        return None
+    return -(-(int(b) - int((lam * hi).sum())) // units), sol.target
 
 
 def _subgradient_steps(m: StreamsModel) -> int:
@@ -228,18 +239,15 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, incumbe
     values: list[int] = []
     for _ in range(steps if lam.any() else 0):
         shifted = _shift_replicas(scaled, lam)
-        try:
-            sol, b, _ = best_target(shifted)
-        except InfeasibleError:
+        found = _priced_search(shifted, lam, hi, K)
+        if found is None:
             break
-        if b is None:
-            break
-        values.append(-(-(int(b) - int((lam * hi).sum())) // K))
-        consider(sol.target)
+        values.append(found[0])
+        consider(found[1])
         best = incumbent()
         if best is not None and max(max(values), known) >= best:
             break
-        count = np.bincount(sol.target, minlength=m.C) + _free_standbys(shifted, S, sol.target)
+        count = np.bincount(found[1], minlength=m.C) + _free_standbys(shifted, S, found[1])
         new = np.maximum(0, lam + np.sign(count - hi))
         if (new == lam).all():
             break
