@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, previous_owners
-from stickyflow.consumer_check import ArrayAssignment, _stable_order
+from stickyflow.consumer_check import ArrayAssignment, _stable_order, _first_seen_ids
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
                                UnknownAssignorError)
 from stickyflow.registry import SolveOptions
@@ -592,11 +592,8 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     if d.rack_aware:
         for j, t in enumerate(d.topics):
             racks = snap.topics[t].racks
-            if racks is not None:
-                for r in dict.fromkeys(racks):  # new rack sets in order of first appearance
-                    rs_index.setdefault(r, len(rs_index))
-                rs[offsets[j]:offsets[j + 1]] = np.fromiter(map(rs_index.__getitem__, racks), dtype=np.int64,
-                                                            count=len(racks))
+            if racks is not None:  # new rack sets numbered on in order of first appearance
+                rs[offsets[j]:offsets[j + 1]] = _first_seen_ids(racks, rs_index)
     racksets = list(rs_index)
     NR = len(racksets)
     # topic classes: topics read by the same member classes are interchangeable, so their partitions

@@ -263,10 +263,18 @@ class _Owners:
     loads: np.ndarray                  # per member
 
 
+def _first_seen_ids(values, index: dict, dtype=np.int64) -> np.ndarray:
+    """Each value's number in ``index``, values not yet in it numbered on, in order of first appearance
+    (``index`` grows); one dict pass over the distinct values, then a lookup per value in C."""
+    for v in dict.fromkeys(values):
+        index.setdefault(v, len(index))
+    return np.fromiter(map(index.__getitem__, values), dtype=dtype, count=len(values))
+
+
 def _rackset_ids(racks: tuple[frozenset[str], ...]) -> tuple[np.ndarray, list[frozenset[str]]]:
-    sets = list(dict.fromkeys(racks))  # in order of first appearance
-    ids = {r: i for i, r in enumerate(sets)}
-    return np.fromiter(map(ids.__getitem__, racks), dtype=np.int32, count=len(racks)), sets
+    ids: dict[frozenset[str], int] = {}
+    arr = _first_seen_ids(racks, ids, np.int32)
+    return arr, list(ids)
 
 
 def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
