@@ -372,11 +372,15 @@ def _warm_start(d: _Data, graph: tuple):
     holds[owner[keep], topic_of[keep]] = True
     orphans = np.bincount(topic_of[~keep], minlength=T)
 
+    def loads_after(dealt) -> np.ndarray:
+        _, dm, dn = dealt
+        return load + np.bincount(dm, weights=dn, minlength=M).astype(np.int64)
+
     def optimal(dealt) -> bool:  # the proof, for a deal of either kind
-        dj, dm, dn = dealt
+        dj, dm, _ = dealt
         holding = holds.copy()
         holding[dm, dj] = True
-        return _least_square_sum(load + np.bincount(dm, weights=dn, minlength=M).astype(np.int64), ok, holding, sub)
+        return _least_square_sum(loads_after(dealt), ok, holding, sub)
 
     # the greedy deal first where the flow would be large (it costs a few numpy steps per topic and
     # round, the flow about a microsecond per reader arc), then the flow's; the proof decides either way
@@ -388,8 +392,8 @@ def _warm_start(d: _Data, graph: tuple):
         dealt = _deal_orphans(load, ok, sub, orphans)
         if dealt is None or not optimal(dealt):
             return None
-    dj, dm, dn = dealt
-    load = load + np.bincount(dm, weights=dn, minlength=M).astype(np.int64)
+    _, dm, dn = dealt
+    load = loads_after(dealt)
     new_owner = np.where(keep, owner, -1)
     free = np.flatnonzero(~keep)  # topic-major, as (dj, dm) are
     new_owner[free] = np.repeat(dm, dn)
