@@ -126,16 +126,20 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     key0 = best[0]
     if m.want and m.stateful.any() and not key0[1] and max(extra["relaxation_values"], default=key0[2]) < key0[2]:
         # the floors ignore how many replicas a client may hold: price that in, and try the targets it gives
+        lag_info = {**runs[-1][2], "lagrangian": True}
         values, lag_targets = replica_lagrangian(m, runs[-1][0].target)
         extra["lagrangian_values"] = values
         for target in lag_targets:
-            consider(target, {**runs[-1][2], "lagrangian": True})
+            consider(target, lag_info)
         extra["relaxation_values"] += values
+
+        def gap_open(more: list[int]) -> bool:  # the best plan is balanced and no bound reaches its cost
+            return not best[0][1] and max(extra["relaxation_values"] + more) < best[0][2]
+
         steps = _subgradient_steps(m)
-        if steps and not best[0][1] and max(extra["relaxation_values"]) < best[0][2]:
-            fine = replica_subgradient(m, runs[-1][0].target, steps, lambda: best[0][2] if not best[0][1] else None,
-                                       lambda target: consider(target, {**runs[-1][2], "lagrangian": True}),
-                                       known=max(extra["relaxation_values"]))
+        if steps and gap_open([]):
+            fine = replica_subgradient(m, runs[-1][0].target, steps, lambda target: consider(target, lag_info),
+                                       gap_open)
             extra["subgradient_values"] = fine
             extra["relaxation_values"] += fine
     _, plan, balanced, info = best
@@ -169,8 +173,7 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
     ignored), and stays 1 where a client is still full; 0 elsewhere. The
     prices stay per rack cell: a cell splits by ``lam``.
     """
-    S = np.flatnonzero(m.stateful)
-    _, hi = box_hull(balance_boxes(m.T + m.want * len(S), m.threads, m.bf))
+    S, hi = _replica_caps(m)
     lam = np.zeros(m.C, dtype=np.int64)
     values: list[int] = []
     targets: list[np.ndarray] = []
@@ -189,6 +192,14 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
         targets.append(found[1])
         target = found[1]
     return values, targets
+
+
+def _replica_caps(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
+    """The stateful tasks, and per client the most replicas (active + standby) any assignment balanced in
+    replicas holds there (the hull of the replica boxes)."""
+    S = np.flatnonzero(m.stateful)
+    _, hi = box_hull(balance_boxes(m.T + m.want * len(S), m.threads, m.bf))
+    return S, hi
 
 
 def _priced_search(shifted: StreamsModel, lam: np.ndarray, hi: np.ndarray, units: int = 1
@@ -214,8 +225,7 @@ def _subgradient_steps(m: StreamsModel) -> int:
     return SUBGRADIENT_STEPS if pairs <= SUBGRADIENT_PAIRS else 0
 
 
-def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, incumbent, consider, known: int = 0
-                        ) -> list[int]:
+def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, consider, gap_open) -> list[int]:
     """Lower bounds from finer replica prices than :func:`replica_lagrangian`'s 0 or 1, and their targets.
 
     The same Lagrangian relaxation, with every cost times :data:`PRICE_UNITS`
@@ -226,12 +236,11 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, incumbe
     subgradient step of constant size). Each value, divided
     by the units and rounded up (costs are integers), bounds the optimum;
     each target is handed to ``consider``. Stops after ``steps`` searches,
-    when the prices settle, or when a value meets ``incumbent()`` (the best
-    cost so far, None while none is balanced).
+    when the prices settle, or when ``gap_open(values)`` says the best plan
+    so far is proven.
     """
     K = PRICE_UNITS
-    S = np.flatnonzero(m.stateful)
-    _, hi = box_hull(balance_boxes(m.T + m.want * len(S), m.threads, m.bf))
+    S, hi = _replica_caps(m)
     scaled = replace(m, act_cell=m.act_cell * K, rep_cell=m.rep_cell * K, move_cost=m.move_cost * K,
                      noc=m.noc * K, hold_cost=m.hold_cost * K)
     count = np.bincount(target, minlength=m.C) + _free_standbys(m, S, target)
@@ -244,8 +253,7 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, incumbe
             break
         values.append(found[0])
         consider(found[1])
-        best = incumbent()
-        if best is not None and max(max(values), known) >= best:
+        if not gap_open(values):
             break
         count = np.bincount(found[1], minlength=m.C) + _free_standbys(shifted, S, found[1])
         new = np.maximum(0, lam + np.sign(count - hi))
