@@ -12,7 +12,7 @@ import gc
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from typing import Any, Sequence
 
 import numpy as np
@@ -139,12 +139,12 @@ def _nested(snap: ConsumerSnapshot, names: list[str], own: np.ndarray, topic: np
     with _gc_paused():
         pieces = convert(part, starts, ends)
         run_owner = own[starts]
-        run_topic = list(map(names.__getitem__, topic[starts].tolist()))
-        mcut = np.flatnonzero(np.r_[True, run_owner[1:] != run_owner[:-1], True]).tolist()
+        run_topic = np.array(names, dtype=object)[topic[starts]].tolist()  # names looked up in C
+        mcut = np.flatnonzero(np.r_[True, run_owner[1:] != run_owner[:-1], True])
         ids = [m.id for m in snap.members]
-        owners = run_owner.tolist()
-        for a, b in zip(mcut[:-1], mcut[1:]):
-            out[ids[owners[a]]] = dict(zip(run_topic[a:b], pieces[a:b]))
+        runs = zip(run_topic, pieces)  # each member takes its next ``count`` runs off one shared iterator
+        for m, count in zip(run_owner[mcut[:-1]].tolist(), np.diff(mcut).tolist()):
+            out[ids[m]] = dict(islice(runs, count))
     return out
 
 
@@ -168,28 +168,26 @@ def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[
     """``tuple(part[s:e])`` for every run, as Python ints, in run order.
 
     Mostly short runs (a member holding one or two partitions of each of hundreds of
-    topics) are zipped column-wise in C, one length at a time; longer ones are sliced.
+    topics) are zipped column-wise in C, one length at a time, and put back in run order
+    by an object array's fancy index; longer ones are sliced.
     """
     n = len(starts)
-    lengths = ends - starts
-    flat = part.tolist()
     if n < 256 or len(part) >= 4 * n:  # runs of four or more on average: slicing is cheapest
+        flat = part.tolist()
         return [tuple(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-    grouped: list[tuple[int, ...]] = []
-    order: list[np.ndarray] = []
+    lengths = ends - starts
+    out = np.empty(n, dtype=object)
     for L in range(1, 9):
         idx = np.flatnonzero(lengths == L)
         if len(idx):
-            order.append(idx)
             first = starts[idx]
-            grouped.extend(zip(*(part[first + i].tolist() for i in range(L))))
+            out[idx] = np.fromiter(zip(*(part[first + i].tolist() for i in range(L))), dtype=object, count=len(idx))
     idx = np.flatnonzero(lengths > 8)
     if len(idx):
-        order.append(idx)
-        grouped.extend(tuple(flat[a:b]) for a, b in zip(starts[idx].tolist(), ends[idx].tolist()))
-    back = np.empty(n, dtype=np.int64)
-    back[np.concatenate(order)] = np.arange(n)
-    return list(map(grouped.__getitem__, back.tolist()))
+        flat = part.tolist()
+        out[idx] = np.fromiter((tuple(flat[a:b]) for a, b in zip(starts[idx].tolist(), ends[idx].tolist())),
+                               dtype=object, count=len(idx))
+    return out.tolist()
 
 
 def as_array_assignment(snap: ConsumerSnapshot, assignment: ConsumerAssignment) -> ArrayAssignment | None:
