@@ -100,9 +100,9 @@ class _Data:
     snap: ConsumerSnapshot
     prev: PreviousOwners
     topics: list[str]                 # assignable topics
-    subscribers: dict[str, list[int]]
+    read: np.ndarray                  # per snapshot topic: does anyone subscribe to it
     member_class: np.ndarray          # member -> class id (-1: subscribes to nothing assignable)
-    classes: list[frozenset[str]]
+    n_classes: int
     member_cell: np.ndarray           # member -> cell id (-1 as above)
     cells: list[tuple[int, str | None]]  # (class id, rack or None)
     rack_aware: bool
@@ -112,19 +112,12 @@ class _Data:
 
 
 def _prepare(snap: ConsumerSnapshot) -> _Data:
-    subs = snap.subscribers()
-    topics = [t for t in snap.topics if subs[t]]
+    read = snap.has_readers()
+    topics = [t for t, r in zip(snap.topics, read.tolist()) if r]
     rack_aware = snap.rack_aware
-    # classes: distinct sets of readable topics, numbered in order of first appearance (one step per
-    # distinct subscription, not per member); -1: reads nothing assignable
-    group, distinct = snap.subscription_groups()
-    nonempty = frozenset(t for t, v in snap.topics.items() if v.partitions)
-    class_id: dict[frozenset[str], int] = {}
-    group_class = np.full(len(distinct), -1, dtype=np.int64)
-    for g, sub in enumerate(distinct):  # groups come in order of first appearance
-        s = nonempty.intersection(sub)
-        if s:
-            group_class[g] = class_id.setdefault(s, len(class_id))
+    group, _ = snap.subscription_groups()
+    group_class = _subscription_classes(snap)
+    n_classes = int(group_class.max()) + 1 if len(group_class) else 0
     member_class = group_class[group]
     cell_id: dict[tuple[int, str | None], int] = {}
     if rack_aware:
@@ -133,11 +126,46 @@ def _prepare(snap: ConsumerSnapshot) -> _Data:
             member_cell[i] = cell_id.setdefault((int(member_class[i]), snap.members[i].rack), len(cell_id))
     else:
         member_cell = member_class.copy()
-        cell_id = {(c, None): c for c in range(len(class_id))}
-    return _Data(snap=snap, prev=previous_owners(snap), topics=topics, subscribers=subs,
-                 member_class=member_class, classes=list(class_id), member_cell=member_cell,
+        cell_id = {(c, None): c for c in range(n_classes)}
+    return _Data(snap=snap, prev=previous_owners(snap), topics=topics, read=read,
+                 member_class=member_class, n_classes=n_classes, member_cell=member_cell,
                  cells=list(cell_id), rack_aware=rack_aware,
                  tc=snap.config.traffic_cost, noc=snap.config.non_overlap_cost)
+
+
+def _subscription_classes(snap: ConsumerSnapshot) -> np.ndarray:
+    """Each distinct subscription's class: the distinct sets of existing topics that subscriptions read,
+    numbered in order of first appearance; -1 for a subscription that reads none (deleted topics only).
+
+    Where the subscription x topic matrix is small, its rows (packed to bits) are classed by one
+    ``np.unique``; else one frozenset per distinct subscription.
+    """
+    flat, glen = snap._group_topics()
+    G, T = len(glen), len(snap.topics)
+    if G == 0 or T == 0:
+        return np.full(G, -1, dtype=np.int64)
+    if G == 1:
+        return np.array([0 if len(flat) else -1], dtype=np.int64)
+    if G * T <= _DENSE_CLASSES:
+        key = snap.subscription_matrix()
+        _, first, inverse = np.unique(np.packbits(key, axis=1), axis=0, return_index=True, return_inverse=True)
+        empty = glen[first] == 0  # the class of the subscriptions that read nothing
+        order = np.argsort(np.where(empty, G, first), kind="stable")  # by first appearance, the empty one last
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[order] = np.arange(len(first))
+        rank[empty] = -1
+        return rank[inverse.reshape(-1)]
+    _, distinct = snap.subscription_groups()
+    class_id: dict[frozenset[str], int] = {}
+    group_class = np.full(G, -1, dtype=np.int64)
+    for g, sub in enumerate(distinct):  # groups come in order of first appearance
+        s = frozenset(t for t in sub if t in snap.topics)
+        if s:
+            group_class[g] = class_id.setdefault(s, len(class_id))
+    return group_class
+
+
+_DENSE_CLASSES = 1 << 24  # distinct subscriptions x topics up to which classes come from the boolean matrix
 
 
 def _ortools():
@@ -152,7 +180,7 @@ def _ortools():
 
 def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(partitions per topic, then topic -> class arcs as tails and heads, members per class)."""
-    n_classes = len(d.classes)
+    n_classes = d.n_classes
     size = np.bincount(d.member_class[d.member_class >= 0], minlength=n_classes)
     P = np.array([d.snap.topics[t].partitions for t in d.topics], dtype=np.int64)
     head, tail = np.nonzero(_class_reads(d) & (P > 0)[None, :])  # by class, then topic in snapshot order
@@ -173,7 +201,7 @@ def _class_reads(d: _Data) -> np.ndarray:
     column[np.fromiter(map(pos.__getitem__, d.topics), dtype=np.int64, count=len(d.topics))] = np.arange(len(d.topics))
     cls, col = np.repeat(group_class, glen), column[topic]
     ok = (cls >= 0) & (col >= 0)
-    class_reads = np.zeros((len(d.classes), len(d.topics)), dtype=bool)
+    class_reads = np.zeros((d.n_classes, len(d.topics)), dtype=bool)
     class_reads[cls[ok], col[ok]] = True
     class_reads.flags.writeable = False
     d.class_reads = class_reads
@@ -182,7 +210,7 @@ def _class_reads(d: _Data) -> np.ndarray:
 
 def _class_loads(d: _Data, graph: tuple | None = None, beta: int | None = None) -> np.ndarray:
     """Per class, the total load of one square-sum-minimal assignment (members of a class split it evenly)."""
-    n_classes = len(d.classes)
+    n_classes = d.n_classes
     if n_classes == 0:
         return np.zeros(0, dtype=np.int64)
     if n_classes == 1:
@@ -225,7 +253,7 @@ _SMALL_LOADS = 48  # ... at most this many partitions per member: one unit arc p
 def _min_max_load(d: _Data, P: np.ndarray, tail: np.ndarray, head: np.ndarray, size: np.ndarray) -> int:
     """The smallest per-member maximum load any valid assignment reaches (bisection on max flows)."""
     max_flow, _ = _ortools()
-    T, n_classes = len(d.topics), len(d.classes)
+    T, n_classes = len(d.topics), d.n_classes
     total = int(P.sum())
     src, sink = T + n_classes, T + n_classes + 1
 
@@ -275,12 +303,12 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
                         objective=cost, bound=cost, extra={"sum_squared_loads": 0, "cost": cost})
     member_ok = d.member_class >= 0
     graph = beta = None
-    if _WARM_START and len(d.classes) > 1 and not (d.rack_aware and d.tc != 0):
+    if _WARM_START and d.n_classes > 1 and not (d.rack_aware and d.tc != 0):
         graph = _class_graph(d)
         warm = _warm_start(d, graph)
         if warm is not None:
             return _decision(d, warm, "warm-start", t0)
-    if len(d.classes) >= _MANY_CLASSES:
+    if d.n_classes >= _MANY_CLASSES:
         graph = graph or _class_graph(d)
         beta = _min_max_load(d, *graph)
     if beta is not None and beta <= _SMALL_LOADS:
@@ -291,7 +319,7 @@ def _solve_flow(snap: ConsumerSnapshot, deadline: float | None = None) -> Decisi
         hi = np.where(member_ok, beta + 1, 0)
     else:
         class_load = _class_loads(d, graph, beta)
-        size = np.bincount(d.member_class[member_ok], minlength=len(d.classes))
+        size = np.bincount(d.member_class[member_ok], minlength=d.n_classes)
         base = np.zeros(M, dtype=np.int64)
         base[member_ok] = class_load[d.member_class[member_ok]] // size[d.member_class[member_ok]]
         lo = np.where(member_ok, np.maximum(base - 1, 0), 0)
@@ -358,7 +386,7 @@ def _warm_start(d: _Data, graph: tuple):
     M, T = len(d.snap.members), len(d.topics)
     _, tail, head, _ = graph
     ok = d.member_class >= 0
-    reads = np.zeros((len(d.classes), T), dtype=bool)
+    reads = np.zeros((d.n_classes, T), dtype=bool)
     reads[head, tail] = True
     sub = np.zeros((M, T), dtype=bool)
     sub[ok] = reads[d.member_class[ok]]
@@ -533,7 +561,7 @@ def _equal_subscriptions(d: _Data):
     the rest, in that order, fill the members still short of their quota, in member order. Returns what
     :func:`_phase2` returns, or None when the shape does not apply (the flow then decides).
     """
-    if len(d.classes) != 1 or (d.rack_aware and d.tc != 0):
+    if d.n_classes != 1 or (d.rack_aware and d.tc != 0):
         return None
     M = len(d.snap.members)
     readers = np.flatnonzero(d.member_class == 0)
@@ -572,7 +600,7 @@ def _equal_subscriptions(d: _Data):
 
 def _orphaned(d: _Data) -> int:
     """Owned partitions of topics nobody subscribes to any more: moves every assignment must make."""
-    return sum(int(np.count_nonzero(d.prev.owner[t] >= 0)) for t in d.snap.topics if not d.subscribers[t])
+    return sum(int(np.count_nonzero(d.prev.owner[t] >= 0)) for t, r in zip(d.snap.topics, d.read.tolist()) if not r)
 
 
 def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):

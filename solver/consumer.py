@@ -189,6 +189,25 @@ class ConsumerSnapshot:
         self._memo["subscribers"] = subs
         return subs
 
+    def has_readers(self) -> np.ndarray:
+        """Per topic, in snapshot order: does any member subscribe to it (a read-only boolean array; computed
+        once per snapshot). What :meth:`subscribers` says of each topic, without listing the members.
+
+        >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer",
+        ...     "topics": {"x": {"partitions": 1}, "y": {"partitions": 1}},
+        ...     "members": [{"id": "a", "subscription": ["y", "z"]}]})
+        >>> s.has_readers().tolist()
+        [False, True]
+        """
+        read = self._memo.get("has_readers")
+        if read is None:
+            topic, _ = self._group_topics()
+            read = np.zeros(len(self.topics), dtype=bool)
+            read[topic] = True
+            read.flags.writeable = False
+            self._memo["has_readers"] = read
+        return read
+
     def _group_topics(self) -> tuple[np.ndarray, np.ndarray]:
         """Each distinct subscription's existing topics (positions in ``topics``), end to end, and how many
         each has (the groups of :meth:`subscription_groups`)."""
@@ -234,8 +253,7 @@ class ConsumerSnapshot:
 
     def assignable_topics(self) -> list[str]:
         """Existing topics that at least one member subscribes to, in snapshot order."""
-        subs = self.subscribers()
-        return [t for t in self.topics if subs[t]]
+        return [t for t, r in zip(self.topics, self.has_readers().tolist()) if r]
 
     def __repr__(self) -> str:
         return (f"ConsumerSnapshot(id={self.id!r}, topics={len(self.topics)}, "

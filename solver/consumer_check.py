@@ -392,7 +392,6 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     partition twice; what is left to check is subscriptions and coverage.
     """
     violations: list[Violation] = []
-    subs = snap.subscribers()
     n = len(snap.members)
     ids = [m.id for m in snap.members]
     loads = np.zeros(n, dtype=np.int64)
@@ -429,7 +428,7 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
             if t in withheld:
                 offset = int(sizes[:j].sum())
                 missing_all[offset:offset + len(withheld[t])] &= ~withheld[t]
-    has_readers = np.fromiter((bool(subs[t]) for t in names), dtype=bool, count=T)
+    has_readers = snap.has_readers()
     missing_all &= has_readers[topic_of]
     if missing_all.any():
         for j in _distinct(topic_of[missing_all]).tolist():
@@ -464,7 +463,7 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
         "sum_squared_loads": int(np.dot(loads, loads)),
         "max_load": int(loads.max()) if n else 0,
         "min_load": int(loads.min()) if n else 0,
-        "partitions": int(sum(snap.topics[t].partitions for t in snap.topics if subs[t])),
+        "partitions": int(sizes[has_readers].sum()),
         "members": n,
     }
     return violations, metrics

@@ -38,8 +38,8 @@ def test_closed_form_is_used_only_where_it_is_exact():
 
     equal = stickyflow.parse_snapshot(random_consumer_doc(3, equal_subscriptions=True, racks=False))
     d = consumer_flow._prepare(equal)
-    assert len(d.classes) <= 1
-    if d.classes:
+    assert d.n_classes <= 1
+    if d.n_classes:
         assert consumer_flow._equal_subscriptions(d) is not None
     mixed = {"format": "stickyflow.snapshot/1", "kind": "consumer",
              "topics": {"a": {"partitions": 3}, "b": {"partitions": 3}},
@@ -67,3 +67,29 @@ def test_skipping_phase_one_keeps_the_optimum(seed, monkeypatch):
     assert got.error == reference.error == "NONE"
     assert got.solver.objective == reference.solver.objective
     assert got.metrics["sum_squared_loads"] == reference.metrics["sum_squared_loads"]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_subscription_classes_from_the_matrix_equal_those_from_frozensets(seed, monkeypatch):
+    """Members are classed by the distinct sets of topics with partitions they read: the packed-matrix
+    ``np.unique`` and the one-frozenset-per-subscription loop number them the same (first appearance),
+    with -1 for a subscription that reads nothing that exists (deleted topics only)."""
+    import random
+
+    rng = random.Random(seed)
+    topics = {f"t{j}": {"partitions": rng.choice([1, 3])} for j in range(rng.randint(1, 12))}
+    names = list(topics) + ["gone1", "gone2", "gone3"]  # subscriptions may name topics that do not exist
+    pool = [sorted(rng.sample(names, rng.randint(1, min(4, len(names))))) for _ in range(rng.randint(1, 6))]
+    members = [{"id": f"m{i}", "subscription": list(rng.choice(pool))} for i in range(rng.randint(1, 15))]
+    snap = stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
+                                      "topics": topics, "members": members})
+    dense = consumer_flow._subscription_classes(snap)
+    monkeypatch.setattr(consumer_flow, "_DENSE_CLASSES", 0)
+    loop = consumer_flow._subscription_classes(snap)
+    assert dense.tolist() == loop.tolist()
+    _, distinct = snap.subscription_groups()
+    with_partitions = [frozenset(t for t in sub if t in topics) for sub in distinct]
+    assert [c < 0 for c in dense.tolist()] == [not s for s in with_partitions]
+    for a, sa in zip(dense.tolist(), with_partitions):  # one class per distinct set of topics with partitions
+        for b, sb in zip(dense.tolist(), with_partitions):
+            assert (a == b) == (sa == sb)
