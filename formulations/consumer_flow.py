@@ -352,14 +352,17 @@ def _flat_owners(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sizes = np.fromiter((d.snap.topics[t].partitions for t in d.topics), dtype=np.int64, count=len(d.topics))
     offsets = np.zeros(len(d.topics) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64) if d.topics else \
-        np.zeros(0, dtype=np.int64)
+    if d.prev.all is not None and len(d.topics) == len(d.snap.topics):  # every topic assignable: one array
+        owner = d.prev.all.astype(np.int64)
+    else:
+        owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64) if d.topics else \
+            np.zeros(0, dtype=np.int64)
     return sizes, offsets, owner
 
 
 def _as_assignment(d: _Data, new_owner: np.ndarray, offsets: np.ndarray) -> ArrayAssignment:
     """A topic-major owner array (see :func:`_flat_owners`) as the assignment."""
-    return ArrayAssignment(d.snap, {t: new_owner[offsets[j]:offsets[j + 1]] for j, t in enumerate(d.topics)})
+    return ArrayAssignment.of_flat(d.snap, d.topics, new_owner, offsets)
 
 
 _GREEDY_ARCS_PER_TOPIC = 100  # the warm start deals greedily first from this many readers per orphaned topic

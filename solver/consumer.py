@@ -698,6 +698,7 @@ class PreviousOwners:
 
     owner: Mapping[str, np.ndarray]
     claims: Mapping[str, tuple[tuple[int, np.ndarray], ...]]
+    all: np.ndarray | None = None  # every topic's owners end to end, snapshot order (``owner``'s arrays view it)
 
     def of(self, topic: str, partition: int) -> int | None:
         arr = self.owner.get(topic)
@@ -795,7 +796,7 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
         flat_claims = (gid, e_member)
     owner_all.flags.writeable = False  # shared by every step of one front-door call: read-only
     owner = {t: owner_all[offsets[j]:offsets[j + 1]] for j, t in enumerate(names)}
-    return PreviousOwners(owner=MappingProxyType(owner), claims=_Claims(names, offsets, flat_claims))
+    return PreviousOwners(owner=MappingProxyType(owner), claims=_Claims(names, offsets, flat_claims), all=owner_all)
 
 
 class _Claims(Mapping):

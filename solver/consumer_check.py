@@ -55,7 +55,7 @@ class ArrayAssignment(Mapping):
     {'a': {'t': [1]}, 'b': {'t': [0, 2]}}
     """
 
-    __slots__ = ("snapshot", "owners", "_dict")
+    __slots__ = ("snapshot", "owners", "_dict", "_all")
 
     def __init__(self, snapshot: ConsumerSnapshot, owners: Mapping[str, Any]):
         n = len(snapshot.members)
@@ -73,6 +73,45 @@ class ArrayAssignment(Mapping):
         self.snapshot = snapshot
         self.owners = {t: arrays[t] for t in snapshot.topics if t in arrays}  # snapshot order
         self._dict: dict[str, dict[str, np.ndarray]] | None = None
+        self._all: tuple[list[str], np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def of_flat(cls, snapshot: ConsumerSnapshot, topics: Sequence[str], owner: np.ndarray,
+                offsets: np.ndarray) -> ArrayAssignment:
+        """The assignment of one owner array over ``topics`` end to end (topic ``topics[j]`` is
+        ``owner[offsets[j]:offsets[j + 1]]``), as the solvers build it: checked and copied once as a whole,
+        and each topic's array a view of the copy. ``topics`` are existing topics in snapshot order.
+
+        >>> from stickyflow.consumer import parse_consumer
+        >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer",
+        ...     "topics": {"t": {"partitions": 2}, "u": {"partitions": 1}},
+        ...     "members": [{"id": "a", "subscription": ["t", "u"]}, {"id": "b", "subscription": ["t", "u"]}]})
+        >>> a = ArrayAssignment.of_flat(s, ["t", "u"], np.array([1, 0, 1]), np.array([0, 2, 3]))
+        >>> a.owners["u"].tolist(), a.to_tuples()
+        ([1], {'a': {'t': (1,)}, 'b': {'t': (0,), 'u': (0,)}})
+        """
+        n = len(snapshot.members)
+        names = list(topics)
+        pos = {t: j for j, t in enumerate(snapshot.topics)}
+        where = [pos.get(t, -1) for t in names]
+        if min(where, default=0) < 0 or any(a >= b for a, b in zip(where, where[1:])):
+            raise ValueError("topics: must be existing topics, in snapshot order, each once")
+        sizes = np.fromiter((snapshot.topics[t].partitions for t in names), dtype=np.int64, count=len(names))
+        offsets = np.asarray(offsets, dtype=np.int64)
+        if len(offsets) != len(names) + 1 or offsets[0] != 0 or not np.array_equal(np.diff(offsets), sizes) \
+                or len(owner) != offsets[-1]:
+            raise ValueError("owner: must hold one owner per partition of each topic, at the given offsets")
+        all_ = np.array(owner, dtype=np.int32)
+        if len(all_) and (int(all_.min()) < -1 or int(all_.max()) >= n):
+            raise ValueError(f"owner: owners must be member indexes in [0, {n}) or -1")
+        all_.flags.writeable = False
+        self = cls.__new__(cls)
+        self.snapshot = snapshot
+        bounds = offsets.tolist()
+        self.owners = {t: all_[a:b] for t, a, b in zip(names, bounds, bounds[1:])}
+        self._dict = None
+        self._all = (names, all_, offsets)
+        return self
 
     def _flat(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """(topic names, then owner, topic index and partition of every assigned partition), by owner, topic, partition."""
@@ -80,8 +119,12 @@ class ArrayAssignment(Mapping):
         if not names:
             z = np.zeros(0, dtype=np.int64)
             return names, z, z, z
-        own = np.concatenate([self.owners[t] for t in names])
-        sizes = np.fromiter((len(self.owners[t]) for t in names), dtype=np.int64, count=len(names))
+        if self._all is not None:
+            _, own, offsets = self._all
+            sizes = np.diff(offsets)
+        else:
+            own = np.concatenate([self.owners[t] for t in names])
+            sizes = np.fromiter((len(self.owners[t]) for t in names), dtype=np.int64, count=len(names))
         topic = np.repeat(np.arange(len(names), dtype=np.int32), sizes)
         part = np.arange(len(own), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
         if len(own) and int(own.min()) < 0:  # some partitions unassigned (withheld, or a partial answer)
@@ -406,9 +449,13 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     names = list(snap.topics)
     T = len(names)
     sizes = np.fromiter((snap.topics[t].partitions for t in names), dtype=np.int64, count=T)
-    new_all = np.concatenate([assignment.owners.get(t, np.full(snap.topics[t].partitions, -1, dtype=np.int32))
-                              for t in names]) if T else np.zeros(0, dtype=np.int32)
-    old_all = np.concatenate([prev.owner[t] for t in names]) if T else np.zeros(0, dtype=np.int32)
+    if assignment._all is not None and len(assignment._all[0]) == T:  # one array over every topic already
+        new_all = assignment._all[1]
+    else:
+        new_all = np.concatenate([assignment.owners.get(t, np.full(snap.topics[t].partitions, -1, dtype=np.int32))
+                                  for t in names]) if T else np.zeros(0, dtype=np.int32)
+    old_all = prev.all if prev.all is not None else \
+        np.concatenate([prev.owner[t] for t in names]) if T else np.zeros(0, dtype=np.int32)
     topic_of = np.repeat(np.arange(T, dtype=np.int64), sizes)
     assigned_all = new_all >= 0
     got_all = new_all[assigned_all].astype(np.int64)

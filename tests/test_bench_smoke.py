@@ -202,6 +202,34 @@ def test_array_assignment_refuses_what_is_not_an_assignment():
             ArrayAssignment(snap, bad)
 
 
+def test_array_assignment_of_one_flat_array_is_the_per_topic_one(seed):
+    """The solvers' constructor (one owner array over topics end to end) reads, checks and answers exactly as
+    the per-topic one, and refuses what the per-topic one refuses."""
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        sizes = rng.integers(1, 6, size=int(rng.integers(1, 6))).tolist()
+        n = int(rng.integers(1, 5))
+        doc = {"format": "stickyflow.snapshot/1", "kind": "consumer",
+               "topics": {f"t{j}": {"partitions": k} for j, k in enumerate(sizes)},
+               "members": [{"id": f"m{i}", "subscription": [f"t{j}" for j in range(len(sizes))]} for i in range(n)]}
+        snap = stickyflow.parse_snapshot(doc)
+        given = sorted(rng.choice(len(sizes), size=int(rng.integers(1, len(sizes) + 1)), replace=False).tolist())
+        names = [f"t{j}" for j in given]
+        offsets = np.r_[0, np.cumsum([sizes[j] for j in given])]
+        owner = rng.integers(-1, n, size=int(offsets[-1]))
+        flat = ArrayAssignment.of_flat(snap, names, owner, offsets)
+        per_topic = ArrayAssignment(snap, {t: owner[a:b] for t, a, b in zip(names, offsets[:-1], offsets[1:])})
+        assert flat.to_tuples() == per_topic.to_tuples()
+        assert {t: a.tolist() for t, a in flat.owners.items()} == {t: a.tolist() for t, a in per_topic.owners.items()}
+        assert inspect_consumer(snap, flat) == inspect_consumer(snap, per_topic)
+        for bad in (lambda: ArrayAssignment.of_flat(snap, names[::-1] if len(names) > 1 else ["nope"], owner, offsets),
+                    lambda: ArrayAssignment.of_flat(snap, names, owner[:-1], offsets),
+                    lambda: ArrayAssignment.of_flat(snap, names, np.r_[owner[:-1], n], offsets),
+                    lambda: ArrayAssignment.of_flat(snap, names, np.r_[owner[:-1], -2], offsets)):
+            with pytest.raises(ValueError):
+                bad()
+
+
 def test_run_tuples_matches_slicing(seed):
     rng = np.random.default_rng(seed)
     for _ in range(50):
