@@ -581,10 +581,16 @@ def _equal_subscriptions(d: _Data):
     by_owned = readers[np.argsort(-owned_cnt[readers], kind="stable")]
     quota[by_owned[:r]] += 1
     # keep: the first min(owned, quota) of each member's owned partitions in partition order
-    held = np.flatnonzero(keepable)
-    holder = owner[held]
-    order = _stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
-    held, holder = held[order], holder[order]
+    if d.prev.by_member is not None and len(d.topics) == len(d.snap.topics):  # the claims came in that order
+        held, holder = d.prev.by_member
+        mine = d.member_class[holder] == 0
+        if not mine.all():
+            held, holder = held[mine], holder[mine]
+    else:
+        held = np.flatnonzero(keepable)
+        holder = owner[held]
+        order = _stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
+        held, holder = held[order], holder[order]
     start = np.searchsorted(holder, np.arange(M))
     rank = np.arange(len(held)) - start[holder]
     keep = rank < quota[holder]

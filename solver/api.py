@@ -126,18 +126,19 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
             raise _invalid(snap.kind, "the fallback assignor", finished.violations)
     wall = time.perf_counter() - t0
     assert finished is not None
+    assignment = _read_only(finished.assignment)
     return AssignmentResult(
         kind=snap.kind,
         id=snap.id,
         assignor=spec.name,
-        assignment=_read_only(finished.assignment),
+        assignment=assignment,
         revocations=_read_only(finished.revocations),
         followup_rebalance_deadline_ms=finished.followup_rebalance_deadline_ms,
         error="NONE",
         solver=SolverInfo(method=decision.method, status=decision.status, reason=decision.reason,
                           objective=decision.objective, bound=decision.bound, wall_s=wall),
         metrics=ReadOnlyDict(finished.metrics),
-        target=_read_only(finished.target),
+        target=assignment if finished.target is finished.assignment else _read_only(finished.target),
         protocol=getattr(snap, "protocol", None),
         warnings=getattr(snap, "warnings", ()),
     )

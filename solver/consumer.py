@@ -699,6 +699,9 @@ class PreviousOwners:
     owner: Mapping[str, np.ndarray]
     claims: Mapping[str, tuple[tuple[int, np.ndarray], ...]]
     all: np.ndarray | None = None  # every topic's owners end to end, snapshot order (``owner``'s arrays view it)
+    # every owned partition (its position in ``all``) and its owner, by owner, then position, when the claims
+    # came that way (each member's owned lists in snapshot order, sorted) and nobody lost one: no sort needed
+    by_member: tuple[np.ndarray, np.ndarray] | None = None
 
     def of(self, topic: str, partition: int) -> int | None:
         arr = self.owner.get(topic)
@@ -763,7 +766,7 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
     if claims is None:
         claims = snap._memo["claims"] = _FlatClaims.of(members)
     per_member, lens, flat = claims.per_member, claims.lens, claims.parts
-    flat_claims = None
+    flat_claims = by_member = None
     if len(lens):
         lookup = defaultdict(lambda: -1, tindex)  # a deleted topic: -1
         claim_topic = np.fromiter(map(lookup.__getitem__, claims.topics), dtype=np.int64, count=len(lens))
@@ -777,6 +780,8 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
         e_member = e_member[ok]
         if len(gid) and int(np.bincount(gid, minlength=total).max()) <= 1:
             owner_all[gid] = e_member  # no partition claimed twice: every claim wins
+            if bool(np.all((gid[1:] > gid[:-1]) | (e_member[1:] != e_member[:-1]))):
+                by_member = (gid, e_member)  # members come in order; within one, positions ascend
         else:
             e_gen = gen_of[e_member]
             # by partition, then generation (highest first), then member: the head of each run wins,
@@ -796,7 +801,8 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
         flat_claims = (gid, e_member)
     owner_all.flags.writeable = False  # shared by every step of one front-door call: read-only
     owner = {t: owner_all[offsets[j]:offsets[j + 1]] for j, t in enumerate(names)}
-    return PreviousOwners(owner=MappingProxyType(owner), claims=_Claims(names, offsets, flat_claims), all=owner_all)
+    return PreviousOwners(owner=MappingProxyType(owner), claims=_Claims(names, offsets, flat_claims), all=owner_all,
+                          by_member=by_member)
 
 
 class _Claims(Mapping):

@@ -93,3 +93,27 @@ def test_subscription_classes_from_the_matrix_equal_those_from_frozensets(seed, 
     for a, sa in zip(dense.tolist(), with_partitions):  # one class per distinct set of topics with partitions
         for b, sb in zip(dense.tolist(), with_partitions):
             assert (a == b) == (sa == sb)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_closed_form_reads_claims_in_member_order_as_it_sorts_them(seed):
+    """When the claims come member by member, each member's positions ascending (owned lists sorted, topics
+    in snapshot order) and none lost, the closed form takes their order as read instead of sorting by owner:
+    the same partitions are kept and dealt as when it sorts."""
+    import dataclasses
+
+    from stickyflow.consumer import remembered_claims
+
+    snap = stickyflow.parse_snapshot(random_consumer_doc(seed, equal_subscriptions=True, racks=False,
+                                                         max_members=8, max_partitions=12))
+    with remembered_claims(snap):
+        d = consumer_flow._prepare(snap)
+        if d.n_classes != 1:
+            return
+        as_read = consumer_flow._equal_subscriptions(d)
+        if as_read is None:  # racks that cost: not the closed form's case
+            return
+        d.prev = dataclasses.replace(d.prev, by_member=None)
+        sorted_ = consumer_flow._equal_subscriptions(d)
+    assert as_read[1:] == sorted_[1:]
+    assert as_read[0].to_tuples() == sorted_[0].to_tuples()
