@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import chain, count, islice
 from types import MappingProxyType
 from typing import Any
 
@@ -215,8 +215,14 @@ class ConsumerSnapshot:
             return self._memo["group_topics"]
         _, distinct = self.subscription_groups()
         pos = defaultdict(lambda: -1, {t: j for j, t in enumerate(self.topics)})
-        glen = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
-        flat = np.fromiter(map(pos.__getitem__, chain.from_iterable(distinct)), dtype=np.int64, count=int(glen.sum()))
+        coded = self._memo.get("group_codes")
+        if coded is not None:  # the reader numbered the names: look up each name once, not each (group, name)
+            names, codes, glen = coded
+            flat = np.fromiter(map(pos.__getitem__, names), dtype=np.int64, count=len(names))[codes]
+        else:
+            glen = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
+            flat = np.fromiter(map(pos.__getitem__, chain.from_iterable(distinct)), dtype=np.int64,
+                               count=int(glen.sum()))
         known = flat >= 0
         if not known.all():
             glen = np.bincount(np.repeat(np.arange(len(distinct)), glen)[known], minlength=len(distinct))
@@ -314,7 +320,7 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     protocol = chk.choice(doc, "protocol", "", ("eager", "cooperative"), default="eager")
 
     topics = _parse_topics(doc, chk)
-    members, claims = _parse_members(doc, chk)
+    members, claims, subscriptions = _parse_members(doc, chk)
     config = _parse_config(doc, chk)
     _check_limits(topics, members, chk)
     if own_checker:
@@ -326,6 +332,10 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
         object.__setattr__(snap, "warnings", chk.warnings)
     if claims is not None:
         snap._memo["claims"] = claims
+    if subscriptions is not None:  # the members' subscriptions as the reader grouped and coded them
+        group, distinct, coded = subscriptions
+        snap._memo["groups"] = (group, distinct)
+        snap._memo["group_codes"] = coded
     return snap
 
 
@@ -390,15 +400,16 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
     return MappingProxyType(topics)
 
 
-def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[tuple[Member, ...], _FlatClaims | None]:
-    """The members, and every claim as flat arrays when the fast reader took them (else None)."""
+def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[tuple[Member, ...], _FlatClaims | None, Any]:
+    """The members; then, when the fast reader took them (else None), every claim as flat arrays and the
+    subscriptions as :func:`_read_subscriptions` reads them."""
     raw = chk.array(doc, "members", "")
     if raw is None:
-        return (), None
+        return (), None, None
     fast = _well_formed_members(raw)
     if fast is not None:
         return fast
-    return _members_one_by_one(raw, chk), None
+    return _members_one_by_one(raw, chk), None, None
 
 
 def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
@@ -574,7 +585,7 @@ class _OwnedView(Mapping):
         return repr(self._get())
 
 
-def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None] | None:
+def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None, Any] | None:
     """The members when every one is well formed (the common case), checked field by field across all
     members in a few passes in C; None when anything is off, and the member-by-member reader then names it.
 
@@ -583,7 +594,7 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     integers 0 to 2**31 - 1 per topic. Members with the same subscription share one tuple.
     """
     if not raw:
-        return (), None
+        return (), None, None
     if not _all_of(raw, dict) or not set().union(*raw) <= _MEMBER_KEYS:
         return None
     get = dict.get
@@ -606,23 +617,75 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     claims = _read_owned(owned)
     if claims is None:
         return None
-    shared: dict[tuple, tuple[str, ...]] = {}
+    read = _read_subscriptions(subs)
+    if read is None:
+        return None
+    group, distinct, _ = read
     out = []
     ends = np.cumsum(claims.per_member)  # each member's claims end here; its partitions start at part_at
     starts = ends - claims.per_member
     part_at = np.r_[0, np.cumsum(claims.lens)][starts].tolist()
-    for mid, sub, rack, gen, inst, own, a, b, p in zip(ids, subs, racks, gens, instances, owned, starts.tolist(),
-                                                     ends.tolist(), part_at):
-        key = tuple(sub)
-        sub_t = shared.get(key)
-        if sub_t is None:
-            if not _all_of(sub, str):
-                return None
-            sub_t = shared[key] = tuple(dict.fromkeys(key))
-        out.append(_checked_member(mid, sub_t, rack, None if gen < 0 else gen,
+    for mid, g, rack, gen, inst, own, a, b, p in zip(ids, group.tolist(), racks, gens, instances, owned,
+                                                   starts.tolist(), ends.tolist(), part_at):
+        out.append(_checked_member(mid, distinct[g], rack, None if gen < 0 else gen,
                                    _OwnedView(claims, (a, b, p)) if own else _EMPTY,
                                    inst))
-    return tuple(out), claims
+    return tuple(out), claims, read
+
+
+def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, ...]], tuple] | None:
+    """Every member's subscription (a list each) read in a few passes in C: what
+    :meth:`ConsumerSnapshot.subscription_groups` computes (each member's group, the distinct subscriptions as
+    tuples, repeats dropped, in order of first appearance), and each distinct subscription's topics coded as
+    numbers (the topic names in order of first appearance, the codes end to end, how many each), from which
+    :meth:`ConsumerSnapshot._group_topics` takes positions without a lookup per (subscription, topic). None
+    when a subscription holds anything but strings (the member-by-member reader then names it).
+    """
+    n = len(subs)
+    if subs.count(subs[0]) == n:  # everyone subscribes alike (list equality, in C): one group
+        keys = [tuple(subs[0])]
+        group = np.zeros(n, dtype=np.int64)
+    else:
+        tuples = list(map(tuple, subs))
+        try:
+            keys = list(dict.fromkeys(tuples))
+        except TypeError:  # an unhashable entry: not a list of strings
+            return None
+        number = dict(zip(keys, range(len(keys))))
+        group = np.fromiter(map(number.__getitem__, tuples), dtype=np.int64, count=n)
+    flat = list(chain.from_iterable(keys))
+    code: defaultdict = defaultdict(count().__next__)  # each new name numbered on first sight, all in C
+    try:
+        codes = np.fromiter(map(code.__getitem__, flat), dtype=np.int64, count=len(flat))
+    except TypeError:  # an unhashable entry
+        return None
+    names = list(code)
+    if not _all_of(names, str):  # the distinct names are enough: a number never equals a string
+        return None
+    klen = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    K = len(names)
+    kid = np.repeat(np.arange(len(keys), dtype=np.int64), klen)
+    if len(keys) * K <= _DENSE_REPEATS:
+        pair = kid * K + codes
+        seen = np.bincount(pair, minlength=len(keys) * K)
+        repeated = np.zeros(len(keys), dtype=bool)
+        if int(seen.max(initial=0)) > 1:
+            repeated[kid[seen[pair] > 1]] = True
+    else:
+        repeated = np.fromiter((len(set(k)) != len(k) for k in keys), dtype=bool, count=len(keys))
+    if repeated.any():  # drop repeats (first kept); keys that then coincide become one group
+        normal = [tuple(dict.fromkeys(k)) if r else k for k, r in zip(keys, repeated.tolist())]
+        keys = list(dict.fromkeys(normal))
+        number = dict(zip(keys, range(len(keys))))
+        group = np.fromiter(map(number.__getitem__, normal), dtype=np.int64, count=len(normal))[group]
+        flat = list(chain.from_iterable(keys))
+        klen = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        codes = np.fromiter(map(code.__getitem__, flat), dtype=np.int64, count=len(flat))
+    group.flags.writeable = codes.flags.writeable = klen.flags.writeable = False
+    return group, keys, (names, codes, klen)
+
+
+_DENSE_REPEATS = 1 << 20  # distinct subscriptions x topic names up to which repeats are found by one bincount
 
 
 def _plain_owned(owned: dict[str, Any]) -> bool:

@@ -139,7 +139,7 @@ def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
     read = _well_formed_members(raw)
     slow = _members_one_by_one(raw, Checker())
     assert read is not None
-    fast, claims = read
+    fast, claims, subscriptions = read
     assert fast == slow
     assert [dict(m.owned) for m in fast] == [dict(m.owned) for m in slow]
     # owned partitions stay in the flat claims until asked for, then read like the one-by-one reader's
@@ -156,6 +156,36 @@ def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
             assert getattr(claims, field).tolist() == getattr(again, field).tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@given(consumer_docs())
+def test_subscriptions_grouped_by_the_reader_are_those_grouped_from_the_members(doc):
+    """The reader groups and codes the subscriptions in bulk; a snapshot of the same members built in Python
+    (nothing remembered) groups them member by member: same groups, same distinct tuples, same topics."""
+    import dataclasses
+
+    read = stickyflow.parse_snapshot(doc)
+    rebuilt = dataclasses.replace(read)  # same fields, nothing remembered from the reader
+    assert ("groups" in read._memo) == bool(doc["members"]) and "groups" not in rebuilt._memo
+    g1, d1 = read.subscription_groups()
+    g2, d2 = rebuilt.subscription_groups()
+    assert g1.tolist() == g2.tolist() and d1 == d2
+    assert [m.subscription for m in read.members] == [d1[g] for g in g1.tolist()]
+    for a, b in zip(read._group_topics(), rebuilt._group_topics()):
+        assert a.tolist() == b.tolist()
+
+
+def test_repeated_topics_are_dropped_and_equal_subscriptions_share_a_group():
+    raw = [{"id": "a", "subscription": ["t", "u", "t"]}, {"id": "b", "subscription": ["t", "u"]},
+           {"id": "c", "subscription": ["u"]}, {"id": "d", "subscription": ["u", "u"]}]
+    snap = stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
+                                      "topics": {"t": {"partitions": 1}}, "members": raw})
+    group, distinct = snap.subscription_groups()
+    assert group.tolist() == [0, 0, 1, 1] and distinct == [("t", "u"), ("u",)]
+    assert [m.subscription for m in snap.members] == [("t", "u"), ("t", "u"), ("u",), ("u",)]
+    topic, glen = snap._group_topics()
+    assert topic.tolist() == [0] and glen.tolist() == [1, 0]
+
+
 def test_owned_read_in_bulk_is_read_only_and_copies_nothing_of_the_callers():
     """The bulk reader's ``owned`` cannot be written, does not follow later edits of the caller's lists, and
     rebuilding a member from it (``dataclasses.replace``) gives an equal member."""
@@ -163,7 +193,7 @@ def test_owned_read_in_bulk_is_read_only_and_copies_nothing_of_the_callers():
 
     raw = [{"id": "a", "subscription": ["t", "u"], "owned": {"t": [2, 0], "u": [1]}},
            {"id": "b", "subscription": ["t"]}, {"id": "c", "subscription": ["t"], "owned": {"t": [1]}}]
-    (a, b, c), _ = _well_formed_members(raw)
+    (a, b, c), _, _ = _well_formed_members(raw)
     raw[0]["owned"]["t"].append(5)
     raw[2]["owned"]["t"][0] = 9
     assert a.owned == {"t": (2, 0), "u": (1,)} and c.owned == {"t": (1,)} and b.owned == {}
@@ -176,6 +206,8 @@ def test_owned_read_in_bulk_is_read_only_and_copies_nothing_of_the_callers():
     {"id": 7, "subscription": []},
     {"id": "a", "subscription": "t"},
     {"id": "a", "subscription": [1]},
+    {"id": "a", "subscription": [["t"]]},
+    {"id": "a", "subscription": ["t", None]},
     {"id": "a", "subscription": [], "generation": True},
     {"id": "a", "subscription": [], "generation": 2**31},
     {"id": "a", "subscription": [], "owned": {"t": [0, -1]}},
