@@ -137,8 +137,8 @@ def _subscription_classes(snap: ConsumerSnapshot) -> np.ndarray:
     """Each distinct subscription's class: the distinct sets of existing topics that subscriptions read,
     numbered in order of first appearance; -1 for a subscription that reads none (deleted topics only).
 
-    Where the subscription x topic matrix is small, its rows (packed to bits) are classed by one
-    ``np.unique``; else one frozenset per distinct subscription.
+    Where the subscription x topic matrix is small, its rows (packed to bits, each viewed as one byte string)
+    are classed by one ``np.unique``; else one frozenset per distinct subscription.
     """
     flat, glen = snap._group_topics()
     G, T = len(glen), len(snap.topics)
@@ -147,8 +147,9 @@ def _subscription_classes(snap: ConsumerSnapshot) -> np.ndarray:
     if G == 1:
         return np.array([0 if len(flat) else -1], dtype=np.int64)
     if G * T <= _DENSE_CLASSES:
-        key = snap.subscription_matrix()
-        _, first, inverse = np.unique(np.packbits(key, axis=1), axis=0, return_index=True, return_inverse=True)
+        packed = np.packbits(snap.subscription_matrix(), axis=1)  # each row as bytes: one sortable scalar
+        rows = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
         empty = glen[first] == 0  # the class of the subscriptions that read nothing
         order = np.argsort(np.where(empty, G, first), kind="stable")  # by first appearance, the empty one last
         rank = np.empty(len(first), dtype=np.int64)
