@@ -237,8 +237,10 @@ class ConsumerSnapshot:
         (subscription, topic) pairs (no dense matrix of every subscription by every topic)."""
         flat, glen = self._group_topics()
         T = len(self.topics)
-        if len(glen) * T <= _DENSE_READS:
-            return self.subscription_matrix()[group, topic]
+        if len(glen) == 1:  # everyone subscribes alike: one row
+            return self.subscription_matrix()[0].take(topic)
+        if len(glen) * T <= _DENSE_READS:  # one flat take (a third of a two-index lookup's time)
+            return self.subscription_matrix().ravel().take(np.asarray(group, dtype=np.int64) * T + topic)
         keys = self._memo.get("read_keys")
         if keys is None:
             keys = self._memo["read_keys"] = np.sort(np.repeat(np.arange(len(glen), dtype=np.int64), glen) * T + flat)
