@@ -662,7 +662,7 @@ def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, .
     except TypeError:  # an unhashable entry
         return None
     names = list(code)
-    if not _all_of(names, str):  # the distinct names are enough: a number never equals a string
+    if not _all_of(names, str):  # the distinct names suffice: anything else shows among them
         return None
     klen = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
     K = len(names)
