@@ -372,6 +372,11 @@ def test_flow_and_cpsat_agree(seed):
 
 
 def test_pooled_standbys_match_explicit(seed, monkeypatch):
+    """Standbys placed by rack pools (large instances) against the explicit (task, client) flow, on the same
+    snapshots: valid, each proven bound below the other's plan (both bound the same optimum), and never worse in
+    both replica balance and cost. The two may settle on different targets of equal cost that wait on different
+    numbers of warm-ups (a tie-break, not the objective: STICKYFLOW_SEED=439650224 gives 3 and 4 movements at
+    cost 15, both proven), so the movements are not compared."""
     rng = random.Random(seed)
     for i in range(4):
         snap = gen(rng.choice(["steady", "scale_out", "lag_skew"]), rng.randrange(10**6), tasks=rng.randint(40, 80),
@@ -383,8 +388,9 @@ def test_pooled_standbys_match_explicit(seed, monkeypatch):
         monkeypatch.undo()
         assert explicit.extra["standby_mode"] == "explicit"
         assert pooled.extra["standby_mode"] in ("pooled", "explicit")  # explicit when a pool is too small
-        # the same targets; standbys priced alike (a pool's clients differ only in local state, a tie)
-        assert pooled.extra["movements"] == explicit.extra["movements"]
+        for a, b in ((pooled, explicit), (explicit, pooled)):  # a proof holds against the other's plan too
+            if a.extra.get("target_bound") is not None:
+                assert a.extra["target_bound"] <= b.extra["target_cost"], (a.extra, b.extra)
         assert pooled.extra["replica_excess"] <= explicit.extra["replica_excess"] or \
             pooled.extra["target_cost"] <= explicit.extra["target_cost"]
         finished = stickyflow.api._finisher("streams")(snap, pooled)
