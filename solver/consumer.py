@@ -839,10 +839,12 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
                              count=len(members))
         e_topic = np.repeat(claim_topic, lens)
         e_member = np.repeat(np.repeat(np.arange(len(members), dtype=np.int64), per_member), lens)
-        ok = (e_topic >= 0) & (flat >= 0)
-        ok[ok] = flat[ok] < sizes[e_topic[ok]]
-        gid = offsets[e_topic[ok]] + flat[ok]
-        e_member = e_member[ok]
+        ok = (flat >= 0) & (flat < np.append(sizes, 0)[e_topic])  # a deleted topic (-1) reads the 0 appended
+        if ok.all():  # no stale claim (the common case): no gathers
+            gid = offsets[e_topic] + flat
+        else:
+            gid = offsets[e_topic[ok]] + flat[ok]
+            e_member = e_member[ok]
         if len(gid) and int(np.bincount(gid, minlength=total).max()) <= 1:
             owner_all[gid] = e_member  # no partition claimed twice: every claim wins
             if bool(np.all((gid[1:] > gid[:-1]) | (e_member[1:] != e_member[:-1]))):
