@@ -335,3 +335,20 @@ def test_networkx_refuses_big_instances_and_the_front_door_falls_back():
     result = stickyflow.assign(snap, method="networkx", networkx_max_arcs=3)
     check_result(snap, result)
     assert result.solver.status == "fallback" and "networkx" in result.solver.reason
+
+
+@pytest.mark.parametrize("topics", [{}, {"t": {"partitions": 2}}])
+def test_stale_claims_only_are_ignored_even_with_no_topics_left(topics):
+    """Claims of a deleted topic and beyond a topic's count are stale: nobody is their previous owner, nothing
+    counts as a move, and a snapshot with no topics at all still answers (no lookup past the topic sizes)."""
+    doc = {"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": topics,
+           "members": [{"id": "a", "subscription": ["t"], "generation": 1, "owned": {"gone": [0, 1], "t": [5]}},
+                       {"id": "b", "subscription": ["t"], "generation": 1, "owned": {"gone": [1]}}]}
+    snap = stickyflow.parse_snapshot(doc)
+    prev = previous_owners(snap)
+    assert all((owner < 0).all() for owner in prev.owner.values())
+    result = stickyflow.assign(doc)
+    assert result.error == "NONE" and result.solver.status == "optimal" and result.metrics["moves"] == 0
+    assert sorted(p for m in result.assignment.values() for ps in m.values() for p in ps) == \
+        list(range(topics.get("t", {}).get("partitions", 0)))
+    check_result(snap, result)
