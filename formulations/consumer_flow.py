@@ -55,8 +55,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, previous_owners
-from stickyflow.consumer_check import ArrayAssignment, _stable_order, _first_seen_ids
+from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
+from stickyflow.consumer_check import ArrayAssignment, _stable_order
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
                                UnknownAssignorError)
 from stickyflow.registry import SolveOptions

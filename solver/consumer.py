@@ -656,9 +656,9 @@ def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, .
         number = dict(zip(keys, range(len(keys))))
         group = np.fromiter(map(number.__getitem__, tuples), dtype=np.int64, count=n)
     flat = list(chain.from_iterable(keys))
-    code: defaultdict = defaultdict(count().__next__)  # each new name numbered on first sight, all in C
+    code: dict = {}
     try:
-        codes = np.fromiter(map(code.__getitem__, flat), dtype=np.int64, count=len(flat))
+        codes = _first_seen_ids(flat, code)
     except TypeError:  # an unhashable entry
         return None
     names = list(code)
@@ -682,12 +682,27 @@ def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, .
         group = np.fromiter(map(number.__getitem__, normal), dtype=np.int64, count=len(normal))[group]
         flat = list(chain.from_iterable(keys))
         klen = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-        codes = np.fromiter(map(code.__getitem__, flat), dtype=np.int64, count=len(flat))
+        codes = _first_seen_ids(flat, code)  # every name is numbered already
     group.flags.writeable = codes.flags.writeable = klen.flags.writeable = False
     return group, keys, (names, codes, klen)
 
 
 _DENSE_REPEATS = 1 << 20  # distinct subscriptions x topic names up to which repeats are found by one bincount
+
+
+def _first_seen_ids(values, index: dict, dtype=np.int64) -> np.ndarray:
+    """Each value's number in ``index``, values not yet in it numbered on, in order of first appearance
+    (``index`` grows): one pass in C, each new value numbered on first sight by a ``defaultdict``. Raises
+    ``TypeError`` for an unhashable value.
+
+    >>> index = {"x": 0}
+    >>> _first_seen_ids(["y", "x", "z", "y"], index).tolist(), index
+    ([1, 0, 2, 1], {'x': 0, 'y': 1, 'z': 2})
+    """
+    number = defaultdict(count(len(index)).__next__, index)
+    ids = np.fromiter(map(number.__getitem__, values), dtype=dtype, count=len(values))
+    index.update(number)
+    return ids
 
 
 def _plain_owned(owned: dict[str, Any]) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .consumer import ConsumerSnapshot, PreviousOwners, previous_owners
+from .consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
 from .result import Violation
 
 __all__ = [
@@ -302,14 +302,6 @@ def normalize_consumer_assignment(snap: ConsumerSnapshot, assignment: ConsumerAs
 class _Owners:
     new_owner: dict[str, np.ndarray]  # topic -> member index or -1
     loads: np.ndarray                  # per member
-
-
-def _first_seen_ids(values, index: dict, dtype=np.int64) -> np.ndarray:
-    """Each value's number in ``index``, values not yet in it numbered on, in order of first appearance
-    (``index`` grows); one dict pass over the distinct values, then a lookup per value in C."""
-    for v in dict.fromkeys(values):
-        index.setdefault(v, len(index))
-    return np.fromiter(map(index.__getitem__, values), dtype=dtype, count=len(values))
 
 
 def _rackset_ids(racks: tuple[frozenset[str], ...]) -> tuple[np.ndarray, list[frozenset[str]]]:
