@@ -353,7 +353,7 @@ def _flat_owners(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sizes = np.fromiter((d.snap.topics[t].partitions for t in d.topics), dtype=np.int64, count=len(d.topics))
     offsets = np.zeros(len(d.topics) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    if d.prev.all is not None and len(d.topics) == len(d.snap.topics):  # every topic assignable: one array
+    if len(d.topics) == len(d.snap.topics):  # every topic assignable: the previous owners' one array
         owner = d.prev.all.astype(np.int64)
     else:
         owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64) if d.topics else \

@@ -778,7 +778,7 @@ class PreviousOwners:
 
     owner: Mapping[str, np.ndarray]
     claims: Mapping[str, tuple[tuple[int, np.ndarray], ...]]
-    all: np.ndarray | None = None  # every topic's owners end to end, snapshot order (``owner``'s arrays view it)
+    all: np.ndarray  # every topic's owners end to end, snapshot order (``owner``'s arrays view it)
     # every owned partition (its position in ``all``) and its owner, by owner, then position, when the claims
     # came that way (each member's owned lists in snapshot order, sorted) and nobody lost one: no sort needed
     by_member: tuple[np.ndarray, np.ndarray] | None = None

@@ -446,8 +446,7 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     else:
         new_all = np.concatenate([assignment.owners.get(t, np.full(snap.topics[t].partitions, -1, dtype=np.int32))
                                   for t in names]) if T else np.zeros(0, dtype=np.int32)
-    old_all = prev.all if prev.all is not None else \
-        np.concatenate([prev.owner[t] for t in names]) if T else np.zeros(0, dtype=np.int32)
+    old_all = prev.all
     topic_of = np.repeat(np.arange(T, dtype=np.int64), sizes)
     assigned_all = new_all >= 0
     got_all = new_all[assigned_all].astype(np.int64)
