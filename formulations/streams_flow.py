@@ -204,7 +204,7 @@ def _lagrangian_steps(m: StreamsModel) -> int:
     follow (:func:`_subgradient_steps`), three above, where a step is a second or so at 10,000 tasks x 1,000
     clients and the third proves the plan within 1% in one more of the scale benchmark's twelve cases
     (docs/streams.md)."""
-    return LAGRANGIAN_STEPS if m.T * m.C <= SUBGRADIENT_PAIRS else LAGRANGIAN_STEPS_LARGE
+    return LAGRANGIAN_STEPS if _subgradient_steps(m) else LAGRANGIAN_STEPS_LARGE
 
 
 def _replica_caps(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
