@@ -110,6 +110,12 @@ class _Data:
     noc: int
     class_reads: np.ndarray | None = None  # member class x topic, built on first use (_class_reads)
 
+    @property
+    def every_topic(self) -> bool:
+        """Whether every topic of the snapshot is assignable (someone reads it): then the assignable topics'
+        arrays end to end are the snapshot's own, as the previous owners hold them (``prev.all``)."""
+        return len(self.topics) == len(self.snap.topics)
+
 
 def _prepare(snap: ConsumerSnapshot) -> _Data:
     read = snap.has_readers()
@@ -353,7 +359,7 @@ def _flat_owners(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sizes = np.fromiter((d.snap.topics[t].partitions for t in d.topics), dtype=np.int64, count=len(d.topics))
     offsets = np.zeros(len(d.topics) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    if len(d.topics) == len(d.snap.topics):  # every topic assignable: the previous owners' one array
+    if d.every_topic:  # the previous owners' one array
         owner = d.prev.all.astype(np.int64)
     else:
         owner = np.concatenate([d.prev.owner[t] for t in d.topics]).astype(np.int64) if d.topics else \
@@ -582,7 +588,7 @@ def _equal_subscriptions(d: _Data):
     by_owned = readers[np.argsort(-owned_cnt[readers], kind="stable")]
     quota[by_owned[:r]] += 1
     # keep: the first min(owned, quota) of each member's owned partitions in partition order
-    if d.prev.by_member is not None and len(d.topics) == len(d.snap.topics):  # the claims came in that order
+    if d.prev.by_member is not None and d.every_topic:  # the claims came in that order
         held, holder = d.prev.by_member
         mine = d.member_class[holder] == 0
         if not mine.all():

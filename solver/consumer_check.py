@@ -67,8 +67,7 @@ class ArrayAssignment(Mapping):
             a = np.array(arr, dtype=np.int32)
             if a.shape != (topic.partitions,):
                 raise ValueError(f"owners[{t!r}]: must hold one owner per partition ({topic.partitions}), not {a.shape}")
-            if len(a) and (int(a.min()) < -1 or int(a.max()) >= n):
-                raise ValueError(f"owners[{t!r}]: owners must be member indexes in [0, {n}) or -1")
+            _check_owner_range(a, n, f"owners[{t!r}]")
             arrays[t] = a
         self.snapshot = snapshot
         self.owners = {t: arrays[t] for t in snapshot.topics if t in arrays}  # snapshot order
@@ -102,8 +101,7 @@ class ArrayAssignment(Mapping):
                 or len(owner) != offsets[-1]:
             raise ValueError("owner: must hold one owner per partition of each topic, at the given offsets")
         all_ = np.array(owner, dtype=np.int32)
-        if len(all_) and (int(all_.min()) < -1 or int(all_.max()) >= n):
-            raise ValueError(f"owner: owners must be member indexes in [0, {n}) or -1")
+        _check_owner_range(all_, n, "owner")
         all_.flags.writeable = False
         self = cls.__new__(cls)
         self.snapshot = snapshot
@@ -159,6 +157,12 @@ class ArrayAssignment(Mapping):
 
     def __repr__(self) -> str:
         return f"ArrayAssignment(topics={len(self.owners)}, members={len(self.snapshot.members)})"
+
+
+def _check_owner_range(owner: np.ndarray, n: int, where: str) -> None:
+    """Raise ``ValueError`` naming ``where`` unless every owner is a member index in ``[0, n)`` or -1."""
+    if len(owner) and (int(owner.min()) < -1 or int(owner.max()) >= n):
+        raise ValueError(f"{where}: owners must be member indexes in [0, {n}) or -1")
 
 
 def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
