@@ -12,6 +12,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import stickyflow
 from stickyflow.formulations import consumer_flow
@@ -135,3 +137,27 @@ def test_greedy_deal_takes_back_a_topic_share_until_the_proof_holds():
     assert seen == [[1, 3, 10], [2, 2, 10]]
     assert [a.tolist() for a in dealt] == [[0, 1], [0, 1], [2, 2]]
     assert consumer_flow._deal_greedy(load, ok, sub, orphans, accept, sweeps=1) is None
+
+
+def _fill_by_levels(load, readers, k):
+    """The level filling written out unit by unit (the reference for consumer_flow._fill_lowest): each unit
+    to the reader with the least load, ties to the least load before the deal, then the lower member index."""
+    after = load.copy()
+    for _ in range(k):
+        after[min(readers.tolist(), key=lambda r: (after[r], load[r], r))] += 1
+    give = after[readers] - load[readers]
+    return readers[give > 0], give[give > 0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=12), st.integers(0, 2**31 - 1), st.integers(1, 30))
+def test_fill_lowest_deals_unit_by_unit_to_the_least_loaded(loads, pick, k):
+    """_fill_lowest (its shortcut when the lowest readers are enough, and its level arithmetic otherwise)
+    deals exactly as one unit at a time to the least-loaded reader would (ties as in the reference)."""
+    load = np.array(loads, dtype=np.int64)
+    mask = np.array([(pick >> i) & 1 for i in range(len(loads))], dtype=bool)
+    mask[pick % len(loads)] = True
+    readers = np.flatnonzero(mask)
+    got = consumer_flow._fill_lowest(load, readers, k)
+    want = _fill_by_levels(load, readers, k)
+    assert dict(zip(got[0].tolist(), got[1].tolist())) == dict(zip(want[0].tolist(), want[1].tolist()))
