@@ -45,8 +45,10 @@ class SolveOptions:
 
     ``method`` picks a backend of an assignor that has several (``optimal``:
     ``"flow"`` (default), ``"networkx"``, ``"cpsat"``); ``time_limit`` is in
-    seconds; ``seed`` and ``num_workers`` reach CP-SAT; ``extra`` carries
-    assignor-specific settings (e.g. ``max_moves``).
+    seconds (for the streams CP-SAT model, CP-SAT's deterministic seconds, with a
+    wall-clock guard of 3 x the limit + 5 s: docs/streams.md); ``seed`` and
+    ``num_workers`` reach CP-SAT; ``extra`` carries assignor-specific settings
+    (e.g. ``max_moves``).
     """
 
     time_limit: float | None = None
