@@ -17,6 +17,7 @@ import pytest
 
 import stickyflow
 from stickyflow.datasets.generators import consumer_snapshot
+from stickyflow import consumer_check
 from stickyflow.consumer_check import inspect_consumer
 
 ALL_CODES = {"MISSING_MEMBER_ID", "UNKNOWN_MEMBER_ID", "UNKNOWN_TOPIC", "UNKNOWN_PARTITION", "UNSUBSCRIBED_TOPIC",
@@ -167,3 +168,15 @@ def test_flow_graph_grows_with_groups_not_partitions_times_members(arc_counts):
     assert groups(snap3) == 0
     print(f"[arcs] fresh {P} x {M}: {fresh} arcs")
     assert steady - G <= fresh < steady
+
+
+@pytest.mark.parametrize("n, top", [(10, 5), (600_000, 20_000), (600_000, 200_000)])
+def test_int_list_is_tolist_with_shared_ints(n, top):
+    """The answer's partition numbers: the same list as ``tolist``; from half a million values below an
+    eighth of their count, each number one shared int (equal values are the same object)."""
+    values = 1000 + np.random.default_rng(n + top).integers(0, top, n)  # above Python's cached small ints
+    got = consumer_check._int_list(values)
+    assert got == values.tolist() and all(type(v) is int for v in got[:100])
+    first = {}
+    shared = all(first.setdefault(v, v) is v for v in got)
+    assert shared == (n >= consumer_check._SHARED_INTS and 1000 + top <= n // 8)
