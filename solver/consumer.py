@@ -445,9 +445,11 @@ def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
                     continue
                 # one pass in C for the common case; the slow scan only finds the culprit
                 if not all(type(p) is int for p in parts) or (parts and min(parts) < 0):
-                    bad = next(j for j, p in enumerate(parts) if not is_int(p) or p < 0)
-                    chk.fail(f"{ppath}[{bad}]", "must be an integer >= 0")
-                    continue
+                    bad = next((j for j, p in enumerate(parts) if not is_int(p) or p < 0), None)
+                    if bad is not None:
+                        chk.fail(f"{ppath}[{bad}]", "must be an integer >= 0")
+                        continue
+                    parts = [int(p) for p in parts]  # int subclasses (an IntEnum): their plain values
                 owned[topic] = tuple(p for p in parts if p <= INT32_MAX)  # beyond: stale, ignored
         if mid is None or subs is None:
             continue

@@ -275,3 +275,25 @@ def test_replica_racks_read_in_bulk_or_one_by_one_agree():
         read([["a"], ["b"], ["a", 3]])
     with pytest.raises(InvalidSnapshotError, match=r"topics\.t\.racks\[1\]"):
         read([["a"], "b"])
+
+
+def test_int_subclasses_in_a_dict_are_partition_numbers_not_a_crash():
+    """A dict built in Python may hold an ``IntEnum`` (an int subclass, not a bool) among the owned partitions:
+    the fast reader leaves it to the member-by-member reader, which read its plain value; it used to look for a
+    culprit that was not there and let ``StopIteration`` escape ``assign``."""
+    import enum
+
+    class Part(enum.IntEnum):
+        ONE = 1
+
+    doc = {"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": {"t": {"partitions": 4}},
+           "members": [{"id": "a", "subscription": ["t"], "generation": 1, "owned": {"t": [0, Part.ONE]}},
+                       {"id": "b", "subscription": ["t"]}]}
+    snap = parse_consumer(doc)
+    assert snap.members[0].owned["t"] == (0, 1) and all(type(p) is int for p in snap.members[0].owned["t"])
+    r = stickyflow.assign(doc)
+    assert dict(r.assignment["a"]) == {"t": (0, 1)} and r.metrics["moves"] == 0
+    doc["members"][0]["owned"]["t"].append(True)  # a bool is still no partition number
+    with pytest.raises(InvalidSnapshotError) as exc:
+        stickyflow.assign(doc)
+    assert _field(exc) == "members[0].owned.t[2]"
