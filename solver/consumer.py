@@ -15,6 +15,8 @@ configuration. See ``snapshot-format.md`` (kind ``"consumer"``).
 
 from __future__ import annotations
 
+import operator
+from array import array
 from collections import defaultdict, deque
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -26,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._check import INT32_MAX, Checker, built_by_reader, is_int, join, names, read_back, reading, same_type
+from ._check import INT32_MAX, Checker, built_by_reader, join, names, read_back, reading, same_type
 from .errors import InvalidSnapshotError, Problem
 
 __all__ = [
@@ -435,22 +437,22 @@ def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
         instance_id = chk.string(m, "instance_id", path, required=False, allow_null=True)
         owned_raw = chk.obj(m, "owned", path, required=False)
         owned: dict[str, tuple[int, ...]] = {}
-        if owned_raw and _plain_owned(owned_raw):
-            owned = dict(zip(owned_raw, map(tuple, owned_raw.values())))
-        elif owned_raw:  # something is wrong: find and name every culprit
+        claims = _read_owned([owned_raw]) if owned_raw else None
+        if claims is not None:  # plain Python ints, whatever integers came in
+            it = iter(claims.parts.tolist())
+            owned = dict(zip(claims.topics, [tuple(islice(it, n)) for n in claims.lens.tolist()]))
+        elif owned_raw:  # something is wrong, or unusual: find and name every culprit
             for topic, parts in owned_raw.items():
                 ppath = f"{join(path + '.owned', topic)}"
                 if not isinstance(parts, list):
                     chk.fail(ppath, "must be an array of partition numbers")
                     continue
-                # one pass in C for the common case; the slow scan only finds the culprit
-                if not all(type(p) is int for p in parts) or (parts and min(parts) < 0):
-                    bad = next((j for j, p in enumerate(parts) if not is_int(p) or p < 0), None)
-                    if bad is not None:
-                        chk.fail(f"{ppath}[{bad}]", "must be an integer >= 0")
-                        continue
-                    parts = [int(p) for p in parts]  # int subclasses (an IntEnum): their plain values
-                owned[topic] = tuple(p for p in parts if p <= INT32_MAX)  # beyond: stale, ignored
+                numbers = [_partition_number(p) for p in parts]
+                bad = next((j for j, v in enumerate(numbers) if v is None), None)
+                if bad is not None:
+                    chk.fail(f"{ppath}[{bad}]", "must be an integer >= 0")
+                    continue
+                owned[topic] = tuple(v for v in numbers if v <= INT32_MAX)  # beyond: stale, ignored
         if mid is None or subs is None:
             continue
         members.append(Member(
@@ -511,20 +513,26 @@ class _FlatClaims:
 
 def _read_owned(owned: list) -> _FlatClaims | None:
     """Every member's ``owned`` (dicts or None) read in a few passes in C: the flat claims, or None when any
-    value is not a list of integers 0 to 2**31 - 1 (the member-by-member reader then names it)."""
+    value is not a list of partition numbers 0 to 2**31 - 1 (:func:`_partition_number`; the member-by-member
+    reader then names the culprit, or reads what this one leaves to it: an int subclass at 0 or 1)."""
     present = [o for o in owned if o]
     values = list(chain.from_iterable(o.values() for o in present))
     if values and set(map(type, values)) != {list}:
         return None
     flat: list = []
     deque(map(flat.extend, values), 0)  # a fifth of chain.from_iterable's time over many short lists
-    if flat and set(map(type, flat)) != {int}:  # bool is not int here: true is no partition number
-        return None
-    try:
-        parts = np.fromiter(flat, dtype=np.int64, count=len(flat))
-    except OverflowError:
+    try:  # integers only (ints, NumPy integers: what has __index__), read in C without a pass over their types
+        parts = np.frombuffer(array("q", flat), dtype=np.int64)
+    except Exception:  # noqa: BLE001  (anything else, or an __index__ that raises: the slow reader names it)
         return None
     if len(parts) and (int(parts.min()) < 0 or int(parts.max()) > INT32_MAX):
+        return None
+    # a bool has __index__ too and reads as 0 or 1, but true is no partition number: only there can one hide
+    low = np.flatnonzero(parts <= 1)
+    if len(low) <= max(4096, len(parts) // 8):
+        if not all(type(flat[i]) is int for i in low.tolist()):
+            return None
+    elif bool in set(map(type, flat)):
         return None
     per_member = np.fromiter(map(len, (o or () for o in owned)), dtype=np.int64, count=len(owned))
     lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
@@ -595,7 +603,8 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
 
     Same rules as that reader: ids unique strings, subscriptions lists of strings (repeats dropped), racks and
     instance ids strings or null, generations 32-bit integers (negative: unknown), owned partitions lists of
-    integers 0 to 2**31 - 1 per topic. Members with the same subscription share one tuple.
+    integers 0 to 2**31 - 1 per topic (of any integer type but bool: :func:`_partition_number`). Members with
+    the same subscription share one tuple.
     """
     if not raw:
         return (), None, None
@@ -707,13 +716,22 @@ def _first_seen_ids(values, index: dict, dtype=np.int64) -> np.ndarray:
     return ids
 
 
-def _plain_owned(owned: dict[str, Any]) -> bool:
-    """True when every value is a list of partition numbers, 0 to 2**31 - 1 (a pass in C over all claims).
+def _partition_number(value: Any) -> int | None:
+    """``value`` as a partition number (a plain ``int``), or None when it is none: an integer >= 0 is one,
+    whatever its Python type (an int, an ``IntEnum``, a NumPy integer: what has ``__index__``); a bool, a float
+    or a string is not. Numbers beyond 2**31 - 1 are kept here; no topic has such a partition, so the claim is
+    stale and, like every stale claim, ignored.
 
-    Anything else takes the slow path, which names a culprit, or drops numbers beyond 2**31 - 1: no topic has
-    such a partition, so the claim is stale and, like every stale claim, ignored.
+    >>> [_partition_number(v) for v in (3, np.int64(4), True, 1.0, "5", -1)]
+    [3, 4, None, None, None, None]
     """
-    return _read_owned([owned]) is not None
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        number = operator.index(value)
+    except Exception:  # noqa: BLE001  (no integer, or an __index__ that raises)
+        return None
+    return number if number >= 0 else None
 
 
 def _parse_config(doc: Mapping[str, Any], chk: Checker) -> ConsumerConfig:

@@ -297,3 +297,37 @@ def test_int_subclasses_in_a_dict_are_partition_numbers_not_a_crash():
     with pytest.raises(InvalidSnapshotError) as exc:
         stickyflow.assign(doc)
     assert _field(exc) == "members[0].owned.t[2]"
+
+
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_numpy_integers_are_partition_numbers_and_bools_are_not(one_by_one):
+    """Owned partitions of any integer type (a NumPy integer, as a dict built from arrays holds them) read as
+    plain ints, by the bulk reader and, when another field sends the member there, by the member-by-member
+    reader alike; a bool never does, wherever it sits (the bulk reader looks for one only where 0 or 1 is
+    read: that is what a bool reads as), and a NumPy bool neither."""
+    import numpy as np
+
+    def doc(parts, big=False):
+        members = [{"id": "a", "subscription": ["t"], "generation": 1, "owned": {"t": parts}},
+                   {"id": "b", "subscription": ["t"], "rack": 3 if one_by_one else None}]
+        return {"format": "stickyflow.snapshot/1", "kind": "consumer",
+                "topics": {"t": {"partitions": 10_000 if big else 8}}, "members": members}
+
+    ok = doc([np.int64(0), np.int32(5), 7])
+    if one_by_one:  # the rack is wrong: the member-by-member reader names it, after reading the partitions
+        with pytest.raises(InvalidSnapshotError) as exc:
+            parse_consumer(ok)
+        assert [p.field for p in exc.value.problems] == ["members[1].rack"]
+    else:
+        snap = parse_consumer(ok)
+        assert snap.members[0].owned["t"] == (0, 5, 7)
+        assert all(type(p) is int for p in snap.members[0].owned["t"])
+    many = list(range(9_000))
+    for bad, at in (([3, True, 5], 1), ([False], 0), ([2, np.True_], 1), ([1.0], 0), (many[:5000] + [True], 5000)):
+        with pytest.raises(InvalidSnapshotError) as exc:
+            parse_consumer(doc(bad, big=True))
+        assert exc.value.problems[0].field == f"members[0].owned.t[{at}]"
+    lots_of_ones = doc([0, 1] * 3000 + [True], big=True)  # more low values than the bulk reader looks at one by one
+    with pytest.raises(InvalidSnapshotError) as exc:
+        parse_consumer(lots_of_ones)
+    assert exc.value.problems[0].field == "members[0].owned.t[6000]"
