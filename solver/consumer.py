@@ -123,9 +123,11 @@ class ConsumerSnapshot:
         """Whether rack costs apply: the config's choice, else true when racks are known on both sides."""
         if self.config.rack_aware is not None:
             return self.config.rack_aware
-        return any(m.rack is not None for m in self.members) and any(
-            t.racks is not None and any(t.racks) for t in self.topics.values()
-        )
+        known = self._memo.get("rack_aware")  # a snapshot is read-only: asked by the solve and the check alike
+        if known is None:
+            known = self._memo["rack_aware"] = any(m.rack is not None for m in self.members) and any(
+                t.racks is not None and any(t.racks) for t in self.topics.values())
+        return known
 
     def member_index(self) -> dict[str, int]:
         return {m.id: i for i, m in enumerate(self.members)}
@@ -326,7 +328,9 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     topics = _parse_topics(doc, chk)
     members, claims, subscriptions = _parse_members(doc, chk)
     config = _parse_config(doc, chk)
-    _check_limits(topics, members, chk)
+    # the (member, topic) subscriptions: from the reader's groups when it took the members (one sum, no pass)
+    pairs = int(subscriptions[2][2][subscriptions[0]].sum()) if subscriptions is not None else None
+    _check_limits(topics, members, chk, pairs)
     if own_checker:
         chk.raise_if_any()
     with reading():
@@ -343,8 +347,10 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     return snap
 
 
-def _check_limits(topics: Mapping[str, Topic], members: tuple[Member, ...], chk: Checker) -> None:
-    """The size limits of one solve (:mod:`stickyflow.limits`), checked before anything is built from the sizes."""
+def _check_limits(topics: Mapping[str, Topic], members: tuple[Member, ...], chk: Checker,
+                  pairs: int | None = None) -> None:
+    """The size limits of one solve (:mod:`stickyflow.limits`), checked before anything is built from the sizes
+    (``pairs``: the (member, topic) subscriptions, when already counted)."""
     from . import limits
 
     total = sum(t.partitions for t in topics.values())
@@ -356,7 +362,8 @@ def _check_limits(topics: Mapping[str, Topic], members: tuple[Member, ...], chk:
     if len(members) > limits.MAX_MEMBERS:
         chk.fail("members", f"{len(members):,} members: one solve takes at most {limits.MAX_MEMBERS:,} "
                             "(stickyflow.limits.MAX_MEMBERS)")
-    pairs = sum(len(m.subscription) for m in members)
+    if pairs is None:
+        pairs = sum(len(m.subscription) for m in members)
     if pairs > limits.MAX_SUBSCRIPTIONS:
         chk.fail("members", f"{pairs:,} (member, topic) subscriptions: one solve takes at most "
                             f"{limits.MAX_SUBSCRIPTIONS:,} (stickyflow.limits.MAX_SUBSCRIPTIONS)")

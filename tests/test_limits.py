@@ -73,3 +73,26 @@ def test_beyond_a_limit_exits_2_under_a_memory_cap(name, tmp_path: Path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and field in lines[0] and limit in lines[0]
+
+
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_the_subscription_limit_counts_what_members_read(one_by_one, monkeypatch):
+    """MAX_SUBSCRIPTIONS counts (member, topic) subscriptions after repeats are dropped, whether the bulk
+    reader took the members (it counts from its subscription groups) or the member-by-member reader did (a
+    member with a rack of the wrong type sends them all there; that error and the limit are both reported)."""
+    monkeypatch.setattr(limits, "MAX_SUBSCRIPTIONS", 5)
+    members = [{"id": "a", "subscription": ["t0", "t1", "t0", "t0"]}, {"id": "b", "subscription": ["t0", "t1"]},
+               {"id": "c", "subscription": ["t1"]}]
+    if one_by_one:
+        members[2]["rack"] = 7
+    doc = _consumer({"t0": {"partitions": 2}, "t1": {"partitions": 2}}, members)
+    if one_by_one:
+        with pytest.raises(InvalidSnapshotError) as exc:
+            stickyflow.parse_snapshot(doc)
+        assert [p.field for p in exc.value.problems] == ["members[2].rack"]  # 5 pairs: within the limit
+    else:
+        assert len(stickyflow.parse_snapshot(doc).members) == 3  # 2 + 2 + 1 = 5 pairs, repeats dropped
+    members[2]["subscription"] = ["t1", "t0"]  # 6 pairs
+    with pytest.raises(InvalidSnapshotError) as exc:
+        stickyflow.parse_snapshot(doc)
+    assert [p.field for p in exc.value.problems][-1] == "members" and "MAX_SUBSCRIPTIONS" in exc.value.problems[-1].rule
