@@ -216,7 +216,12 @@ def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[
 
     Mostly short runs (a member holding one or two partitions of each of hundreds of
     topics) are zipped column-wise in C, one length at a time, and put back in run order
-    by an object array's fancy index; longer ones are sliced.
+    by an object array's fancy index; longer ones are sliced. Runs of one partition share
+    one tuple per partition number when there are more runs than numbers (10,000 x 1,000:
+    10,000 runs, 200 numbers; a tenth of the time to make them and to free them).
+
+    >>> _run_tuples(np.array([5, 1, 2, 0]), np.array([0, 1, 3]), np.array([1, 3, 4]))
+    [(5,), (1, 2), (0,)]
     """
     n = len(starts)
     if n < 256 or len(part) >= 4 * n:  # runs of four or more on average: slicing is cheapest
@@ -228,6 +233,10 @@ def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[
         idx = np.flatnonzero(lengths == L)
         if len(idx):
             first = starts[idx]
+            if L == 1 and int(part[first].max()) < len(idx):  # more single runs than numbers: share them
+                top = int(part[first].max()) + 1
+                out[idx] = np.fromiter(((i,) for i in range(top)), dtype=object, count=top)[part[first]]
+                continue
             out[idx] = np.fromiter(zip(*(part[first + i].tolist() for i in range(L))), dtype=object, count=len(idx))
     idx = np.flatnonzero(lengths > 8)
     if len(idx):

@@ -180,3 +180,18 @@ def test_int_list_is_tolist_with_shared_ints(n, top):
     first = {}
     shared = all(first.setdefault(v, v) is v for v in got)
     assert shared == (n >= consumer_check._SHARED_INTS and 1000 + top <= n // 8)
+
+
+@pytest.mark.parametrize("top", [3, 200, 5_000])
+def test_run_tuples_are_the_runs_sliced(top, seed):
+    """The answer's tuples, however they are made (sliced, zipped by length, single runs shared per number):
+    each run of the sorted partitions as a tuple of plain ints."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([1, 1, 1, 2, 3, 9], size=3_000)
+    part = rng.integers(0, top, int(lengths.sum()))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    got = consumer_check._run_tuples(part, starts, ends)
+    flat = part.tolist()
+    assert got == [tuple(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+    assert all(type(v) is int for t in got[:50] for v in t)
