@@ -234,8 +234,9 @@ def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[
         if len(idx):
             first = starts[idx]
             if L == 1 and int(part[first].max()) < len(idx):  # more single runs than numbers: share them
-                top = int(part[first].max()) + 1
-                out[idx] = np.fromiter(((i,) for i in range(top)), dtype=object, count=top)[part[first]]
+                single = part[first]
+                top = int(single.max()) + 1
+                out[idx] = np.fromiter(((i,) for i in range(top)), dtype=object, count=top)[single]
                 continue
             out[idx] = np.fromiter(zip(*(part[first + i].tolist() for i in range(L))), dtype=object, count=len(idx))
     idx = np.flatnonzero(lengths > 8)
