@@ -23,6 +23,7 @@ import argparse
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -72,12 +73,39 @@ def path(p: str | os.PathLike, rule: str) -> BadInput:
 _ARGUMENT = re.compile(r"^argument (?P<names>[^:]+): (?P<rule>.*)$", re.S)
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it (``COLUMNS``, else the terminal of
+    standard output, else 80), without importing ``shutil``: argparse imports it to ask, for every parser and
+    option it builds, and with it ``bz2``, ``lzma`` and ``zlib`` (about 4 ms of a 0.13 s ``stickyflow solve``)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, at the width :func:`_columns` finds."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
 class Parser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors are :class:`BadInput` (one line, no usage block).
 
     Sub-parsers made with ``add_subparsers().add_parser`` are of the same class, so every command's
-    options fail the same way.
+    options fail the same way, and lay out their help the same way.
     """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
         err = _from_argparse(self.prog, message)
