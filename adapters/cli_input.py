@@ -92,8 +92,10 @@ def _columns() -> int:
 class _Formatter(argparse.HelpFormatter):
     """argparse's help layout, at the width :func:`_columns` finds."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
-        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None,
+                 **more):  # whatever later Pythons add (3.14: color), passed on
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width,
+                         **more)
 
 
 class Parser(argparse.ArgumentParser):
