@@ -328,8 +328,10 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     topics = _parse_topics(doc, chk)
     members, claims, subscriptions = _parse_members(doc, chk)
     config = _parse_config(doc, chk)
-    # the (member, topic) subscriptions: from the reader's groups when it took the members (one sum, no pass)
-    pairs = int(subscriptions[2][2][subscriptions[0]].sum()) if subscriptions is not None else None
+    pairs = None  # the (member, topic) subscriptions: from the reader's groups when it took the members
+    if subscriptions is not None:
+        group, _, (_, _, klen) = subscriptions
+        pairs = int(klen[group].sum())
     _check_limits(topics, members, chk, pairs)
     if own_checker:
         chk.raise_if_any()
@@ -446,8 +448,7 @@ def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
         owned: dict[str, tuple[int, ...]] = {}
         claims = _read_owned([owned_raw]) if owned_raw else None
         if claims is not None:  # plain Python ints, whatever integers came in
-            it = iter(claims.parts.tolist())
-            owned = dict(zip(claims.topics, [tuple(islice(it, n)) for n in claims.lens.tolist()]))
+            owned = claims.owned(0, len(claims.lens), 0)
         elif owned_raw:  # something is wrong, or unusual: find and name every culprit
             for topic, parts in owned_raw.items():
                 ppath = f"{join(path + '.owned', topic)}"
@@ -517,6 +518,13 @@ class _FlatClaims:
         parts = np.fromiter(chain.from_iterable(values), dtype=np.int64, count=int(lens.sum()))
         return cls(list(chain.from_iterable(m.owned for m in members)), per_member, lens, parts)
 
+    def owned(self, a: int, b: int, p: int) -> dict[str, tuple[int, ...]]:
+        """Claims ``a`` to ``b`` (one member's), whose partitions start at ``p``, as ``owned`` holds them: topic
+        -> tuple of plain ints."""
+        lens = self.lens[a:b].tolist()
+        it = iter(self.parts[p:p + sum(lens)].tolist())
+        return dict(zip(self.topics[a:b], [tuple(islice(it, n)) for n in lens]))
+
 
 def _read_owned(owned: list) -> _FlatClaims | None:
     """Every member's ``owned`` (dicts or None) read in a few passes in C: the flat claims, or None when any
@@ -565,11 +573,7 @@ class _OwnedView(Mapping):
     def _get(self) -> MappingProxyType:
         m = self._map
         if m is None:
-            a, b, p = self._at
-            c = self._claims
-            lens = c.lens[a:b].tolist()
-            it = iter(c.parts[p:p + sum(lens)].tolist())
-            m = self._map = MappingProxyType(dict(zip(c.topics[a:b], [tuple(islice(it, n)) for n in lens])))
+            m = self._map = MappingProxyType(self._claims.owned(*self._at))
         return m
 
     def __getitem__(self, key):
