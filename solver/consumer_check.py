@@ -233,11 +233,12 @@ def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[
         idx = np.flatnonzero(lengths == L)
         if len(idx):
             first = starts[idx]
-            if L == 1 and int(part[first].max()) < len(idx):  # more single runs than numbers: share them
+            if L == 1:
                 single = part[first]
                 top = int(single.max()) + 1
-                out[idx] = np.fromiter(((i,) for i in range(top)), dtype=object, count=top)[single]
-                continue
+                if top <= len(idx):  # more single runs than numbers: one shared tuple per number
+                    out[idx] = np.fromiter(((i,) for i in range(top)), dtype=object, count=top)[single]
+                    continue
             out[idx] = np.fromiter(zip(*(part[first + i].tolist() for i in range(L))), dtype=object, count=len(idx))
     idx = np.flatnonzero(lengths > 8)
     if len(idx):
@@ -255,9 +256,12 @@ def _int_list(values: np.ndarray) -> list[int]:
     >>> _int_list(np.array([3, 1, 3]))
     [3, 1, 3]
     """
-    if len(values) < _SHARED_INTS or int(values.max()) >= len(values) // 8:
+    if len(values) < _SHARED_INTS:
         return values.tolist()
-    return np.arange(int(values.max()) + 1).astype(object)[values].tolist()
+    top = int(values.max()) + 1
+    if top > len(values) // 8:
+        return values.tolist()
+    return np.arange(top).astype(object)[values].tolist()
 
 
 _SHARED_INTS = 500_000  # values from which _int_list shares one int per number
