@@ -1,0 +1,221 @@
+"""Probe: where the optimizing streams assignor's gap to its bound comes from (a research tool, not a test).
+
+For cases of ``bench/streams_scale.py`` (same generator, same seed), it solves with the flows and reports:
+
+* the plan's cost split into the converged placement (actives and converged standbys) and the covering
+  standbys of this round's movements (:func:`~stickyflow.formulations.streams_common.cover_cost`), beside
+  the flows' proven bound;
+* a **role-swap** polish: every stateful task keeps its replica set (target and converged standbys) and a
+  min-cost flow re-chooses which replica is the active one, under the plan's own active and stateful boxes
+  (replica counts cannot change), covering standbys priced; the standbys are then solved again for the new
+  target. A lower cost would show the flows' plan is not locally optimal under such swaps;
+* optionally (``--lp``, up to ``--lp-pairs`` task x client pairs) the **LP relaxation** of the joint model
+  with one variable per (task, client) and role, balance as the hull of its boxes, solved by GLOP: how it
+  compares with the flows' bound.
+
+    .venv/bin/python bench/streams_gap_probe.py                       # the 10,000 x 1,000 stateful cases
+    .venv/bin/python bench/streams_gap_probe.py --size 1000x100 --lp  # with the LP at 1,000 x 100
+
+Prints one line per case and writes ``bench-results/streams_gap_probe.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def model_of(tasks: int, clients: int, scenario: str, variant: str, seed: int):
+    """The snapshot of ``bench/streams_scale.py``'s case, as the formulations' model."""
+    import stickyflow
+    from stickyflow.datasets.generators import streams_snapshot
+    from stickyflow.formulations.streams_common import build_model
+
+    config = {"rack_aware_assignment_strategy": "min_traffic"}
+    if variant != "tags":
+        config["rack_aware_assignment_tags"] = []
+    doc = streams_snapshot(scenario, tasks=tasks, clients=clients, seed=seed, racks=3, num_standby_replicas=1,
+                           subtopologies=10, stateful_fraction=1.0 if variant == "stateful" else 0.5,
+                           config=config)
+    return build_model(stickyflow.parse_snapshot(doc), None)
+
+
+def _fresh_movement(m, t: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Targets ``c`` of ``t`` that are movements to a client that never held the task (their cover costs)."""
+    keys = c * m.T + t
+    return m.constrained[t] & ~np.isin(keys, m.cu_keys) & ~np.isin(keys, m.held_keys)
+
+
+def role_swap(m, plan):
+    """The cheapest choice of active within each stateful task's replica set, under the plan's boxes: the new
+    target, or None when no box pair admits one. Stateless tasks stay where they are."""
+    from ortools.graph.python import min_cost_flow
+
+    from stickyflow.formulations.streams_common import converged_standbys
+    from stickyflow.streams_check import balance_excess
+
+    tg = plan.target
+    S = np.flatnonzero(m.stateful)
+    if not len(S) or not m.want:
+        return None
+    replicas = np.concatenate([tg[S, None], converged_standbys(m, tg, plan.standby)[S]], axis=1)
+    k = replicas.shape[1]
+    ts, cs = np.repeat(S, k), replicas.reshape(-1)
+    # choosing c as the active instead of a standby there: the difference, plus a covering standby when c is
+    # a movement's target that never held the task
+    cost = m.active_cost(ts, cs) - m.standby_cost(ts, cs) + np.where(_fresh_movement(m, ts, cs), m.noc[ts], 0)
+    fixed = np.bincount(tg[~m.stateful], minlength=m.C)
+    stateful_boxes = m.boxes_stateful or [(np.zeros(m.C, np.int64), np.full(m.C, len(S), np.int64))]
+    n, sink = len(S), len(S) + m.C
+    big = int(np.abs(cost).sum()) + 1
+    best = None
+    for lo, hi in m.boxes:
+        for slo, shi in stateful_boxes:
+            low, high = np.maximum(lo - fixed, slo), np.minimum(hi - fixed, shi)
+            if (low > high).any() or low.sum() > n or high.sum() < n:
+                continue
+            f = min_cost_flow.SimpleMinCostFlow()
+            arcs = f.add_arcs_with_capacity_and_unit_cost(np.repeat(np.arange(n), k), n + cs,
+                                                          np.ones(len(cs), np.int64), cost.astype(np.int64))
+            clients = n + np.arange(m.C)
+            f.add_arcs_with_capacity_and_unit_cost(clients, np.full(m.C, sink), low.astype(np.int64),
+                                                   np.full(m.C, -big))
+            f.add_arcs_with_capacity_and_unit_cost(clients, np.full(m.C, sink), (high - low).astype(np.int64),
+                                                   np.zeros(m.C, np.int64))
+            supplies = np.zeros(sink + 1, np.int64)
+            supplies[:n], supplies[sink] = 1, -n
+            f.set_nodes_supplies(np.arange(sink + 1), supplies)
+            if f.solve() != f.OPTIMAL:
+                continue
+            flow = f.flows(arcs)
+            target = tg.copy()
+            target[S] = cs[flow > 0]
+            if balance_excess(np.bincount(target, minlength=m.C), m.threads, m.bf):
+                continue  # a lower bound left unmet: not this box
+            value = int((cost * flow).sum())
+            if best is None or value < best[0]:
+                best = (value, target)
+    return None if best is None else best[1]
+
+
+def lp_relaxation(m, time_limit: float) -> float | None:
+    """The joint model's LP relaxation (GLOP): x[t, c] active, y[t, c] standby, one role per client and task,
+    counts of actives, stateful actives and replicas within the hull of their boxes, covering standbys as
+    ``z_t >= sum of x over fresh movement targets + y on the holder - 1``. None when GLOP does not finish."""
+    from ortools.linear_solver import pywraplp
+
+    from stickyflow.formulations.streams_common import balance_boxes, box_hull
+
+    T, C = m.T, m.C
+    S = np.flatnonzero(m.stateful)
+    s = pywraplp.Solver.CreateSolver("GLOP")
+    inf = s.infinity()
+    tt, cc = np.meshgrid(np.arange(T), np.arange(C), indexing="ij")
+    A = m.active_cost(tt.ravel(), cc.ravel()).reshape(T, C).tolist()
+    B = m.standby_cost(S.repeat(C), np.tile(np.arange(C), len(S))).reshape(len(S), C).tolist()
+    obj = s.Objective()
+    x = [[s.NumVar(0, 1, "") for _ in range(C)] for _ in range(T)]
+    y = [[s.NumVar(0, 1, "") for _ in range(C)] for _ in S]
+    for t in range(T):
+        row = s.Constraint(1, 1)
+        for c in range(C):
+            row.SetCoefficient(x[t][c], 1)
+            obj.SetCoefficient(x[t][c], float(A[t][c]))
+    for i, t in enumerate(S.tolist()):
+        row = s.Constraint(m.want, m.want)
+        for c in range(C):
+            row.SetCoefficient(y[i][c], 1)
+            obj.SetCoefficient(y[i][c], float(B[i][c]))
+            one = s.Constraint(-inf, 1)
+            one.SetCoefficient(y[i][c], 1)
+            one.SetCoefficient(x[t][c], 1)
+        h = int(m.holder[t])
+        fresh = np.flatnonzero(_fresh_movement(m, np.full(C, t), np.arange(C))).tolist()
+        if h >= 0 and fresh:
+            z = s.NumVar(0, 1, "")
+            obj.SetCoefficient(z, float(m.noc[t]))
+            cover = s.Constraint(-inf, 1)
+            cover.SetCoefficient(z, -1)
+            cover.SetCoefficient(y[i][h], 1)
+            for c in fresh:
+                cover.SetCoefficient(x[t][c], 1)
+
+    def hull(n: int, tasks, with_standbys: bool) -> None:
+        lo, hi = box_hull(balance_boxes(n, m.threads, m.bf))
+        for c in range(C):
+            row = s.Constraint(float(lo[c]), float(hi[c]))
+            for t in tasks:
+                row.SetCoefficient(x[t][c], 1)
+            if with_standbys:
+                for i in range(len(S)):
+                    row.SetCoefficient(y[i][c], 1)
+
+    hull(T, range(T), False)
+    if len(S) and len(S) < T:
+        hull(len(S), S.tolist(), False)
+    if m.want and len(S):
+        hull(T + m.want * len(S), range(T), True)
+    obj.SetMinimization()
+    s.SetTimeLimit(int(time_limit * 1000))
+    return obj.Value() if s.Solve() == pywraplp.Solver.OPTIMAL else None
+
+
+def probe(tasks: int, clients: int, scenario: str, variant: str, seed: int, lp: bool, lp_pairs: int,
+          lp_time: float) -> dict:
+    from stickyflow.formulations import streams_flow as sf
+    from stickyflow.formulations.streams_common import cover_cost, target_cost
+
+    m = model_of(tasks, clients, scenario, variant, seed)
+    t0 = time.perf_counter()
+    plan = sf.solve_flow(m)
+    wall = time.perf_counter() - t0
+    cost = target_cost(m, plan)
+    cover = cover_cost(m, plan.target, plan.standby)
+    row = dict(case=f"{tasks}/{clients}/{scenario}/{variant}", plan=cost, bound=plan.bound, placement=cost - cover,
+               covering=cover, flow_s=round(wall, 3))
+    t1 = time.perf_counter()
+    target = role_swap(m, plan)
+    if target is not None:
+        swapped = sf.complete_plan(m, target)
+        row.update(swap_changed=int((target != plan.target).sum()), swap_plan=target_cost(m, swapped),
+                   swap_balanced=all(sf._counts_balanced(m, swapped).values()))
+    row["swap_s"] = round(time.perf_counter() - t1, 3)
+    if lp and tasks * clients <= lp_pairs:
+        t2 = time.perf_counter()
+        value = lp_relaxation(m, lp_time)
+        row.update(lp=None if value is None else round(value, 2), lp_s=round(time.perf_counter() - t2, 3))
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", default="10000x1000", help="TASKSxCLIENTS (default 10000x1000)")
+    p.add_argument("--scenarios", nargs="+", default=["steady", "scale_out", "rolling_restart"])
+    p.add_argument("--variants", nargs="+", default=["stateful"])
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--lp", action="store_true", help="also the LP relaxation (GLOP), on small enough cases")
+    p.add_argument("--lp-pairs", type=int, default=200_000, help="largest tasks x clients for the LP")
+    p.add_argument("--lp-time", type=float, default=120.0, help="GLOP's time limit, seconds")
+    p.add_argument("--out", default=str(ROOT / "bench-results" / "streams_gap_probe.json"))
+    a = p.parse_args(argv)
+    tasks, clients = (int(v) for v in a.size.lower().split("x"))
+    rows = []
+    for scenario in a.scenarios:
+        for variant in a.variants:
+            row = probe(tasks, clients, scenario, variant, a.seed, a.lp, a.lp_pairs, a.lp_time)
+            rows.append(row)
+            print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(dict(benchmark="streams_gap_probe", seed=a.seed, size=a.size,
+                                           date=time.strftime("%Y-%m-%d %H:%M:%S"), rows=rows), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
