@@ -33,16 +33,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def model_of(tasks: int, clients: int, scenario: str, variant: str, seed: int):
     """The snapshot of ``bench/streams_scale.py``'s case, as the formulations' model."""
+    import importlib.util
+
     import stickyflow
-    from stickyflow.datasets.generators import streams_snapshot
     from stickyflow.formulations.streams_common import build_model
 
-    config = {"rack_aware_assignment_strategy": "min_traffic"}
-    if variant != "tags":
-        config["rack_aware_assignment_tags"] = []
-    doc = streams_snapshot(scenario, tasks=tasks, clients=clients, seed=seed, racks=3, num_standby_replicas=1,
-                           subtopologies=10, stateful_fraction=1.0 if variant == "stateful" else 0.5,
-                           config=config)
+    spec = importlib.util.spec_from_file_location("streams_scale", Path(__file__).with_name("streams_scale.py"))
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+    doc = scale.case_document(tasks, clients, scenario, variant, seed)
     return build_model(stickyflow.parse_snapshot(doc), None)
 
 

@@ -35,18 +35,23 @@ SCENARIOS = ("steady", "scale_out", "rolling_restart", "rack_outage")
 VARIANTS = ("plain", "tags", "stateful")
 
 
-def run_case(tasks: int, clients: int, scenario: str, variant: str, assignor: str, seed: int) -> dict:
-    """One measurement, in this process."""
-    import stickyflow
+def case_document(tasks: int, clients: int, scenario: str, variant: str, seed: int) -> dict:
+    """The snapshot document of one case (also read by ``bench/streams_gap_probe.py``)."""
     from stickyflow.datasets.generators import streams_snapshot
 
     config = {"rack_aware_assignment_strategy": "min_traffic"}
     if variant != "tags":
         config["rack_aware_assignment_tags"] = []
-    doc = streams_snapshot(scenario, tasks=tasks, clients=clients, seed=seed, racks=3, num_standby_replicas=1,
-                           subtopologies=10, stateful_fraction=1.0 if variant == "stateful" else 0.5,
-                           config=config)
-    snap = stickyflow.parse_snapshot(doc)
+    return streams_snapshot(scenario, tasks=tasks, clients=clients, seed=seed, racks=3, num_standby_replicas=1,
+                            subtopologies=10, stateful_fraction=1.0 if variant == "stateful" else 0.5,
+                            config=config)
+
+
+def run_case(tasks: int, clients: int, scenario: str, variant: str, assignor: str, seed: int) -> dict:
+    """One measurement, in this process."""
+    import stickyflow
+
+    snap = stickyflow.parse_snapshot(case_document(tasks, clients, scenario, variant, seed))
     snap.index  # built once, outside the timing (any assignor needs it)
     # a service has its modules loaded: import them outside the timing
     import ortools.graph.python.min_cost_flow  # noqa: F401
