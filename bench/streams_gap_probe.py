@@ -9,12 +9,18 @@ For cases of ``bench/streams_scale.py`` (same generator, same seed), it solves w
   min-cost flow re-chooses which replica is the active one, under the plan's own active and stateful boxes
   (replica counts cannot change), covering standbys priced; the standbys are then solved again for the new
   target. A lower cost would show the flows' plan is not locally optimal under such swaps;
+* a **client LNS** (``--lns ROUNDS``): every role on ``--lns-clients`` clients (one drawn at random and those
+  sharing the most tasks with it) placed again by CP-SAT at once, each client's counts kept in the boxes the
+  plan's counts sit in, covering standbys priced; a cheaper balanced answer replaces the plan. It shows
+  whether the flows' plans are locally optimal in that wider sense (not for tags: the spread rule is not
+  modelled);
 * optionally (``--lp``, up to ``--lp-pairs`` task x client pairs) the **LP relaxation** of the joint model
   with one variable per (task, client) and role, balance as the hull of its boxes, solved by GLOP: how it
   compares with the flows' bound.
 
     .venv/bin/python bench/streams_gap_probe.py                       # the 10,000 x 1,000 stateful cases
     .venv/bin/python bench/streams_gap_probe.py --size 1000x100 --lp  # with the LP at 1,000 x 100
+    .venv/bin/python bench/streams_gap_probe.py --size 1000x100 --lns 60 --lns-clients 6
 
 Prints one line per case and writes ``bench-results/streams_gap_probe.json``.
 """
@@ -103,6 +109,137 @@ def role_swap(m, plan):
     return None if best is None else best[1]
 
 
+def _box_holding(counts: np.ndarray, boxes) -> tuple[np.ndarray, np.ndarray] | None:
+    """The first box that holds every client's count (a balanced count is in one), else None."""
+    for lo, hi in boxes:
+        if ((counts >= lo) & (counts <= hi)).all():
+            return lo, hi
+    return None
+
+
+def _replace_roles(m, target: np.ndarray, conv: np.ndarray, K: np.ndarray, seconds: float):
+    """Every role held on the clients ``K`` placed again by CP-SAT (see the module docstring): the new target
+    and converged standbys and whether CP-SAT proved them best, or None (no answer, or a count in no box)."""
+    from ortools.sat.python import cp_model
+
+    from stickyflow.formulations.streams_common import balance_boxes
+
+    in_k = np.zeros(m.C, dtype=bool)
+    in_k[K] = True
+    active_here = in_k[target]
+    standby_here = (conv >= 0) & in_k[np.maximum(conv, 0)]
+    n_standby = standby_here.sum(axis=1)
+    tasks = np.flatnonzero(active_here | (n_standby > 0))
+    stateful = m.stateful
+    boxes = (_box_holding(np.bincount(target, minlength=m.C), m.boxes),
+             _box_holding(np.bincount(target[stateful], minlength=m.C), m.boxes_stateful)
+             if m.boxes_stateful else None,
+             _box_holding(np.bincount(target, minlength=m.C) + np.bincount(conv[conv >= 0], minlength=m.C),
+                          balance_boxes(m.T + m.want * int(stateful.sum()), m.threads, m.bf)))
+    if boxes[0] is None or boxes[2] is None:
+        return None
+    tt, cc = np.repeat(tasks, len(K)), np.tile(K, len(tasks))
+    act_cost = m.active_cost(tt, cc).reshape(len(tasks), len(K)).tolist()
+    sb_cost = m.standby_cost(tt, cc).reshape(len(tasks), len(K)).tolist() if m.want else None
+    fresh = _fresh_movement(m, tt, cc).reshape(len(tasks), len(K)).tolist()
+    cm = cp_model.CpModel()
+    x: dict[tuple[int, int], object] = {}
+    y: dict[tuple[int, int], object] = {}
+    cost = []
+    Kl = K.tolist()
+    for i, t in enumerate(tasks.tolist()):
+        if active_here[t]:
+            for j, c in enumerate(Kl):
+                x[t, c] = cm.new_bool_var("")
+                cost.append(act_cost[i][j] * x[t, c])
+            cm.add_exactly_one(x[t, c] for c in Kl)
+        if n_standby[t]:
+            for j, c in enumerate(Kl):
+                y[t, c] = cm.new_bool_var("")
+                cost.append(sb_cost[i][j] * y[t, c])
+                if (t, c) in x:
+                    cm.add(x[t, c] + y[t, c] <= 1)
+            cm.add(sum(y[t, c] for c in Kl) == int(n_standby[t]))
+        h = int(m.holder[t])
+        if active_here[t] and stateful[t] and m.constrained[t] and h >= 0:
+            kept_on_holder = bool(((conv[t] == h) & ~standby_here[t]).any())
+            for j, c in enumerate(Kl):
+                if not fresh[i][j]:
+                    continue
+                if kept_on_holder:
+                    cost.append(int(m.noc[t]) * x[t, c])
+                elif (t, h) in y:
+                    z = cm.new_bool_var("")
+                    cm.add(z >= x[t, c] + y[t, h] - 1)
+                    cost.append(int(m.noc[t]) * z)
+    for c in Kl:
+        acts = [v for (t, c2), v in x.items() if c2 == c]
+        stfs = [v for (t, c2), v in x.items() if c2 == c and stateful[t]]
+        sbs = [v for (t, c2), v in y.items() if c2 == c]
+        cm.add_linear_constraint(sum(acts), int(boxes[0][0][c]), int(boxes[0][1][c]))
+        if boxes[1] is not None:
+            cm.add_linear_constraint(sum(stfs), int(boxes[1][0][c]), int(boxes[1][1][c]))
+        cm.add_linear_constraint(sum(acts) + sum(sbs), int(boxes[2][0][c]), int(boxes[2][1][c]))
+    for (t, c), v in x.items():
+        cm.add_hint(v, bool(target[t] == c))
+    for (t, c), v in y.items():
+        cm.add_hint(v, bool((conv[t] == c).any()))
+    cm.minimize(sum(cost))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.num_workers = 1
+    status = solver.solve(cm)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    new_target, new_conv = target.copy(), conv.copy()
+    for t in tasks.tolist():
+        if active_here[t]:
+            new_target[t] = next(c for c in Kl if solver.value(x[t, c]))
+        if n_standby[t]:
+            slots = np.flatnonzero(standby_here[t]).tolist()
+            new_conv[t, slots] = [c for c in Kl if solver.value(y[t, c])]
+    return new_target, new_conv, status == cp_model.OPTIMAL
+
+
+def client_lns(m, plan, clients: int, rounds: int, seconds: float, seed: int = 1) -> dict:
+    """Up to ``rounds`` neighbourhoods of ``clients`` clients (see the module docstring), within ``seconds``
+    in all: the cheapest balanced cost reached, how many neighbourhoods CP-SAT solved and proved."""
+    import random
+
+    from stickyflow.formulations import streams_flow as sf
+    from stickyflow.formulations.streams_common import (StreamsPlan, converged_standbys, movements,
+                                                        round_standbys, target_cost)
+
+    rng = random.Random(seed)
+    best = target_cost(m, plan)
+    target, conv = plan.target.copy(), converged_standbys(m, plan.target, plan.standby)
+    solved = proved = 0
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        left = seconds - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        first = rng.randrange(m.C)
+        mine = np.flatnonzero((target == first) | (conv == first).any(axis=1))
+        share = np.bincount(np.r_[target[mine], conv[mine][conv[mine] >= 0]], minlength=m.C).astype(float)
+        share[first] = -1
+        share += np.array([rng.random() for _ in range(m.C)])  # ties at random
+        K = np.unique(np.r_[first, np.argsort(-share)[:clients - 1]])
+        found = _replace_roles(m, target, conv, K, min(5.0, left))
+        if found is None:
+            continue
+        solved += 1
+        proved += found[2]
+        moving = movements(m, found[0])
+        trial = StreamsPlan(target=found[0], active=np.where(moving, m.holder, found[0]),
+                            warmup=np.full(m.T, -1), standby=round_standbys(m, found[0], found[1]),
+                            method="lns", status="feasible", extra={})
+        cost = target_cost(m, trial)
+        if cost < best and all(sf._counts_balanced(m, trial).values()):
+            best, target, conv = cost, found[0], found[1]
+    return dict(lns_plan=best, lns_solved=solved, lns_proved=proved, lns_s=round(time.perf_counter() - t0, 3))
+
+
 def lp_relaxation(m, time_limit: float) -> float | None:
     """The joint model's LP relaxation (GLOP): x[t, c] active, y[t, c] standby, one role per client and task,
     counts of actives, stateful actives and replicas within the hull of their boxes, covering standbys as
@@ -166,7 +303,7 @@ def lp_relaxation(m, time_limit: float) -> float | None:
 
 
 def probe(tasks: int, clients: int, scenario: str, variant: str, seed: int, lp: bool, lp_pairs: int,
-          lp_time: float) -> dict:
+          lp_time: float, lns: int = 0, lns_clients: int = 6, lns_seconds: float = 120.0) -> dict:
     from stickyflow.formulations import streams_flow as sf
     from stickyflow.formulations.streams_common import cover_cost, target_cost
 
@@ -185,6 +322,8 @@ def probe(tasks: int, clients: int, scenario: str, variant: str, seed: int, lp: 
         row.update(swap_changed=int((target != plan.target).sum()), swap_plan=target_cost(m, swapped),
                    swap_balanced=all(sf._counts_balanced(m, swapped).values()))
     row["swap_s"] = round(time.perf_counter() - t1, 3)
+    if lns and variant != "tags" and not m.sub_balance:
+        row.update(client_lns(m, plan, lns_clients, lns, lns_seconds, seed))
     if lp and tasks * clients <= lp_pairs:
         t2 = time.perf_counter()
         value = lp_relaxation(m, lp_time)
@@ -201,13 +340,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lp", action="store_true", help="also the LP relaxation (GLOP), on small enough cases")
     p.add_argument("--lp-pairs", type=int, default=200_000, help="largest tasks x clients for the LP")
     p.add_argument("--lp-time", type=float, default=120.0, help="GLOP's time limit, seconds")
+    p.add_argument("--lns", type=int, default=0, metavar="ROUNDS", help="client neighbourhoods for CP-SAT")
+    p.add_argument("--lns-clients", type=int, default=6, help="clients per neighbourhood")
+    p.add_argument("--lns-seconds", type=float, default=120.0, help="time for all neighbourhoods of a case")
     p.add_argument("--out", default=str(ROOT / "bench-results" / "streams_gap_probe.json"))
     a = p.parse_args(argv)
     tasks, clients = (int(v) for v in a.size.lower().split("x"))
     rows = []
     for scenario in a.scenarios:
         for variant in a.variants:
-            row = probe(tasks, clients, scenario, variant, a.seed, a.lp, a.lp_pairs, a.lp_time)
+            row = probe(tasks, clients, scenario, variant, a.seed, a.lp, a.lp_pairs, a.lp_time, a.lns,
+                        a.lns_clients, a.lns_seconds)
             rows.append(row)
             print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
