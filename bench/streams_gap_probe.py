@@ -6,8 +6,8 @@ For cases of ``bench/streams_scale.py`` (same generator, same seed), it solves w
   standbys of this round's movements (:func:`~stickyflow.formulations.streams_common.cover_cost`), beside
   the flows' proven bound;
 * a **role-swap** polish: every stateful task keeps its replica set (target and converged standbys) and a
-  min-cost flow re-chooses which replica is the active one, under the plan's own active and stateful boxes
-  (replica counts cannot change), covering standbys priced; the standbys are then solved again for the new
+  min-cost flow re-chooses which replica is the active one, within a box of active and one of stateful
+  counts (each pair tried; replica counts cannot change), covering standbys priced; the standbys are then solved again for the new
   target. A lower cost would show the flows' plan is not locally optimal under such swaps;
 * a **client LNS** (``--lns ROUNDS``): every role on ``--lns-clients`` clients (one drawn at random and those
   sharing the most tasks with it) placed again by CP-SAT at once, each client's counts kept in the boxes the
@@ -58,8 +58,8 @@ def _fresh_movement(m, t: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def role_swap(m, plan):
-    """The cheapest choice of active within each stateful task's replica set, under the plan's boxes: the new
-    target, or None when no box pair admits one. Stateless tasks stay where they are."""
+    """The cheapest choice of active within each stateful task's replica set, over every pair of an active and
+    a stateful box: the new target, or None when no pair admits one. Stateless tasks stay where they are."""
     from ortools.graph.python import min_cost_flow
 
     from stickyflow.formulations.streams_common import converged_standbys
@@ -72,6 +72,8 @@ def role_swap(m, plan):
     replicas = np.concatenate([tg[S, None], converged_standbys(m, tg, plan.standby)[S]], axis=1)
     k = replicas.shape[1]
     ts, cs = np.repeat(S, k), replicas.reshape(-1)
+    held = cs >= 0  # a task with fewer standbys than wanted (too few clients) has gaps
+    ts, cs, task_row = ts[held], cs[held], np.repeat(np.arange(len(S)), k)[held]
     # choosing c as the active instead of a standby there: the difference, plus a covering standby when c is
     # a movement's target that never held the task
     cost = m.active_cost(ts, cs) - m.standby_cost(ts, cs) + np.where(_fresh_movement(m, ts, cs), m.noc[ts], 0)
@@ -86,7 +88,7 @@ def role_swap(m, plan):
             if (low > high).any() or low.sum() > n or high.sum() < n:
                 continue
             f = min_cost_flow.SimpleMinCostFlow()
-            arcs = f.add_arcs_with_capacity_and_unit_cost(np.repeat(np.arange(n), k), n + cs,
+            arcs = f.add_arcs_with_capacity_and_unit_cost(task_row, n + cs,
                                                           np.ones(len(cs), np.int64), cost.astype(np.int64))
             clients = n + np.arange(m.C)
             f.add_arcs_with_capacity_and_unit_cost(clients, np.full(m.C, sink), low.astype(np.int64),
@@ -304,6 +306,8 @@ def lp_relaxation(m, time_limit: float) -> float | None:
 
 def probe(tasks: int, clients: int, scenario: str, variant: str, seed: int, lp: bool, lp_pairs: int,
           lp_time: float, lns: int = 0, lns_clients: int = 6, lns_seconds: float = 120.0) -> dict:
+    """One case: the flows' plan and bound, the split of its cost, the role swap, and on request the client
+    LNS and the LP (see the module docstring), as one row."""
     from stickyflow.formulations import streams_flow as sf
     from stickyflow.formulations.streams_common import cover_cost, target_cost
 
