@@ -28,6 +28,7 @@ Prints one line per case and writes ``bench-results/streams_gap_probe.json``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -37,17 +38,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def model_of(tasks: int, clients: int, scenario: str, variant: str, seed: int):
-    """The snapshot of ``bench/streams_scale.py``'s case, as the formulations' model."""
+@functools.cache
+def _scale_bench():
+    """``bench/streams_scale.py`` as a module, loaded once (it sits beside this file, not in a package)."""
     import importlib.util
-
-    import stickyflow
-    from stickyflow.formulations.streams_common import build_model
 
     spec = importlib.util.spec_from_file_location("streams_scale", Path(__file__).with_name("streams_scale.py"))
     scale = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scale)
-    doc = scale.case_document(tasks, clients, scenario, variant, seed)
+    return scale
+
+
+def model_of(tasks: int, clients: int, scenario: str, variant: str, seed: int):
+    """The snapshot of ``bench/streams_scale.py``'s case, as the formulations' model."""
+    import stickyflow
+    from stickyflow.formulations.streams_common import build_model
+
+    doc = _scale_bench().case_document(tasks, clients, scenario, variant, seed)
     return build_model(stickyflow.parse_snapshot(doc), None)
 
 
