@@ -30,7 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .consumer import ConsumerSnapshot, previous_owners, remembered_claims
-from .consumer_check import (ArrayAssignment, _gc_paused, as_array_assignment, cooperative_split,
+from .consumer_check import (AnswerView, ArrayAssignment, _gc_paused, as_array_assignment, cooperative_split,
                              inspect_consumer, normalize_consumer_assignment)
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
@@ -147,8 +147,8 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
 def _read_only(mapping: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """A checked answer cannot be edited afterwards: read-only views, two levels deep (member -> topic ->
     partition tuple for consumers; process id -> frozen ``ClientAssignment`` for streams)."""
-    if mapping is None:
-        return None
+    if mapping is None or isinstance(mapping, AnswerView):
+        return mapping
     return MappingProxyType({k: MappingProxyType(v) if isinstance(v, dict) else v for k, v in mapping.items()})
 
 
@@ -158,7 +158,8 @@ def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
     # a plain decision is checked, measured and normalized as owner arrays, in numpy; anything
     # irregular (unknown ids, partitions given twice, ...) takes the per-pair path that names it
     arrays = as_array_assignment(snap, decision.assignment)
-    target = arrays.to_tuples() if arrays is not None else normalize_consumer_assignment(snap, decision.assignment)
+    # (the arrays' answer is read as a mapping only when someone looks: AnswerView)
+    target = AnswerView(arrays) if arrays is not None else normalize_consumer_assignment(snap, decision.assignment)
     checked = arrays if arrays is not None else target
     violations, metrics = inspect_consumer(snap, checked, prev=prev)
     assignment: Mapping[str, Any] = target

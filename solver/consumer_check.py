@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, islice
+from types import MappingProxyType
 from typing import Any, Sequence
 
 import numpy as np
@@ -23,6 +24,7 @@ from .result import Violation
 __all__ = [
     "ConsumerAssignment",
     "ArrayAssignment",
+    "AnswerView",
     "as_array_assignment",
     "normalize_consumer_assignment",
     "inspect_consumer",
@@ -159,6 +161,88 @@ class ArrayAssignment(Mapping):
         return f"ArrayAssignment(topics={len(self.owners)}, members={len(self.snapshot.members)})"
 
 
+class AnswerView(Mapping):
+    """A checked :class:`ArrayAssignment` as the result's read-only ``member id -> topic -> partitions``
+    mapping (sorted tuples, every member present), built on first look at a value.
+
+    ``assign`` checks and measures the answer from its owner arrays, so the
+    nested mapping, one tuple per (member, topic) pair, is only a way of reading
+    it: a caller that wants the metrics, or the JSON (written from the arrays,
+    :meth:`to_lists`), never pays for it; at 10,000 partitions it is about a
+    third of the whole call. Once built it is the same ``mappingproxy`` of
+    ``mappingproxy`` of tuples every path returns, and compares equal to any
+    mapping of the same content.
+
+    >>> from stickyflow.consumer import parse_consumer
+    >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer",
+    ...     "topics": {"t": {"partitions": 3}},
+    ...     "members": [{"id": "a", "subscription": ["t"]}, {"id": "b", "subscription": ["t"]}]})
+    >>> v = AnswerView(ArrayAssignment(s, {"t": [1, 0, 1]}))
+    >>> len(v), v["b"]["t"], v == {"a": {"t": (1,)}, "b": {"t": (0, 2)}}
+    (2, (0, 2), True)
+    """
+
+    __slots__ = ("_arrays", "_map", "__weakref__")
+
+    def __init__(self, arrays: ArrayAssignment):
+        self._arrays: ArrayAssignment | None = arrays
+        self._map: Mapping[str, Mapping[str, tuple[int, ...]]] | None = None
+
+    def _get(self) -> Mapping[str, Mapping[str, tuple[int, ...]]]:
+        built = self._map
+        if built is None:
+            with _gc_paused():
+                built = MappingProxyType({k: MappingProxyType(v) for k, v in self._arrays.to_tuples().items()})
+            self._map, self._arrays = built, None  # the arrays (and the snapshot they point to) are let go
+        return built
+
+    def to_lists(self) -> dict[str, dict[str, list[int]]]:
+        """A plain ``dict`` of ``dict`` of lists (the result JSON's shape), straight from the arrays when the
+        mapping was never built."""
+        arrays = self._arrays
+        if arrays is None:
+            return {m: {t: list(p) for t, p in d.items()} for m, d in self._get().items()}
+        return arrays._runs(_run_lists)
+
+    def __getitem__(self, key: str) -> Mapping[str, tuple[int, ...]]:
+        return self._get()[key]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        arrays = self._arrays
+        return len(arrays.snapshot.members) if arrays is not None else len(self._map)
+
+    def __contains__(self, key) -> bool:
+        return key in self._get()
+
+    def keys(self):
+        return self._get().keys()
+
+    def items(self):
+        return self._get().items()
+
+    def values(self):
+        return self._get().values()
+
+    def get(self, key, default=None):
+        return self._get().get(key, default)
+
+    def __eq__(self, other):
+        if isinstance(other, AnswerView):
+            other = other._get()
+        return self._get() == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # a mapping: unhashable, as dict and mappingproxy are
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+    def __reduce__(self):  # pickles (Spark ships results between processes) as plain dicts of tuples
+        return dict, ({k: dict(v) for k, v in self._get().items()},)
+
+
 def _check_owner_range(owner: np.ndarray, n: int, where: str) -> None:
     """Raise ``ValueError`` naming ``where`` unless every owner is a member index in ``[0, n)`` or -1."""
     if len(owner) and (int(owner.min()) < -1 or int(owner.max()) >= n):
@@ -246,6 +330,16 @@ def _run_tuples(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[
         out[idx] = np.fromiter((tuple(flat[a:b]) for a, b in zip(starts[idx].tolist(), ends[idx].tolist())),
                                dtype=object, count=len(idx))
     return out.tolist()
+
+
+def _run_lists(part: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[list[int]]:
+    """``part[s:e].tolist()`` for every run, in run order (the result JSON's lists).
+
+    >>> _run_lists(np.array([5, 1, 2, 0]), np.array([0, 1, 3]), np.array([1, 3, 4]))
+    [[5], [1, 2], [0]]
+    """
+    flat = _int_list(part)
+    return [flat[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
 
 
 def _int_list(values: np.ndarray) -> list[int]:

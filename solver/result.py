@@ -130,7 +130,7 @@ class AssignmentResult:
     def to_json(self) -> dict[str, Any]:
         """The result as the spec's JSON object (plain dicts and lists)."""
         if self.kind == "consumer":
-            assignment = {m: {t: list(p) for t, p in topics.items()} for m, topics in self.assignment.items()}
+            assignment = _lists(self.assignment)
         else:
             assignment = {c: a.to_json() for c, a in self.assignment.items()}
         out: dict[str, Any] = {
@@ -147,7 +147,7 @@ class AssignmentResult:
         }
         if self.protocol == "cooperative" and self.target is not None:
             # the whole decision; ``assignment`` is only this round's part of it (the spec's ``target``)
-            out["target"] = {m: {t: list(p) for t, p in topics.items()} for m, topics in self.target.items()}
+            out["target"] = _lists(self.target)
         return out
 
 
@@ -166,3 +166,12 @@ class Finished:
     followup_rebalance_deadline_ms: int | None
     violations: tuple[Violation, ...]
     metrics: Mapping[str, Any]
+
+
+def _lists(mapping: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
+    """A consumer mapping (member id -> topic -> partitions) as the result JSON's dicts of lists; an
+    :class:`stickyflow.consumer_check.AnswerView` writes them straight from its arrays."""
+    to_lists = getattr(mapping, "to_lists", None)
+    if to_lists is not None:
+        return to_lists()
+    return {m: {t: list(p) for t, p in topics.items()} for m, topics in mapping.items()}

@@ -195,3 +195,46 @@ def test_run_tuples_are_the_runs_sliced(top, seed):
     flat = part.tolist()
     assert got == [tuple(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
     assert all(type(v) is int for t in got[:50] for v in t)
+
+
+@pytest.mark.parametrize("scenario, protocol", [("steady", "eager"), ("scale_out", "eager"), ("scale_in", "eager"),
+                                                ("scale_out", "cooperative"), ("mixed", "eager")])
+def test_answer_view_reads_as_the_eager_mapping(scenario, protocol, seed, monkeypatch):
+    """``assign``'s consumer answer is built on first look (``AnswerView``): it must read exactly as the
+    mapping built at once (same members in order, topics in order, tuples of plain ints), its JSON written
+    straight from the arrays must equal the JSON of the built mapping, it stays read-only, and it pickles
+    as plain dicts."""
+    import pickle
+
+    doc = consumer_snapshot(scenario, partitions=300, members=7, topics=5, seed=seed, protocol=protocol)
+    lazy = stickyflow.assign(doc, "optimal")
+    assert isinstance(lazy.target, consumer_check.AnswerView)
+    assert len(lazy.target) == len(doc["members"])  # answered without building anything
+    json_first = lazy.to_json()  # from the arrays
+    with monkeypatch.context() as m:  # the same call with the mapping built at once
+        m.setattr(consumer_check.AnswerView, "__init__", _built_at_once)
+        eager = stickyflow.assign(doc, "optimal")
+    assert list(lazy.target) == list(eager.target) == [m["id"] for m in doc["members"]]
+    for mid in lazy.target:
+        assert list(lazy.target[mid].items()) == list(eager.target[mid].items())
+        assert all(type(p) is int for ps in lazy.target[mid].values() for p in ps)
+    assert lazy.target == eager.target and eager.target == lazy.target and lazy.target == dict(eager.target)
+    assert _timeless(json_first) == _timeless(lazy.to_json()) == _timeless(eager.to_json())
+    assert repr(lazy.target) == repr(eager.target)
+    with pytest.raises(TypeError):
+        lazy.target[next(iter(lazy.target))]["t0"] = (0,)
+    with pytest.raises(TypeError):
+        lazy.target["someone"] = {}
+    back = pickle.loads(pickle.dumps(lazy.target))
+    assert type(back) is dict and back == lazy.target
+
+
+def _timeless(doc: dict) -> dict:
+    return {**doc, "solver": {**doc["solver"], "wall_s": None}}
+
+
+def _built_at_once(view, arrays) -> None:
+    from types import MappingProxyType
+
+    view._arrays = None
+    view._map = MappingProxyType({k: MappingProxyType(v) for k, v in arrays.to_tuples().items()})
