@@ -239,7 +239,7 @@ class AnswerView(Mapping):
     def __repr__(self) -> str:
         return repr(self._get())
 
-    def __reduce__(self):  # pickles (Spark ships results between processes) as plain dicts of tuples
+    def __reduce__(self):  # pickles as plain dicts of tuples (a mappingproxy does not pickle at all)
         return dict, ({k: dict(v) for k, v in self._get().items()},)
 
 
