@@ -555,7 +555,48 @@ def _read_owned(owned: list) -> _FlatClaims | None:
     return _FlatClaims(list(chain.from_iterable(present)), per_member, lens, parts)
 
 
-class _OwnedView(Mapping):
+class _LazyMapping(Mapping):
+    """A read-only mapping whose content is built on first look: a subclass gives ``_get()`` (the built
+    mapping, kept) and ``__len__`` (without building, where it can); everything else reads ``_get()``."""
+
+    __slots__ = ()
+
+    def _get(self) -> Mapping:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def __getitem__(self, key):
+        return self._get()[key]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __contains__(self, key) -> bool:
+        return key in self._get()
+
+    def keys(self):
+        return self._get().keys()
+
+    def items(self):
+        return self._get().items()
+
+    def values(self):
+        return self._get().values()
+
+    def get(self, key, default=None):
+        return self._get().get(key, default)
+
+    def __eq__(self, other):
+        if isinstance(other, _LazyMapping):
+            other = other._get()
+        return self._get() == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (a mapping: unhashable, as dict and mappingproxy are)
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+
+class _OwnedView(_LazyMapping):
     """A member's ``owned`` as the bulk reader leaves it: read-only, its topics and partitions kept in the
     snapshot's flat claims until first asked for, then a ``mappingproxy`` of tuples like any other member's.
 
@@ -576,37 +617,8 @@ class _OwnedView(Mapping):
             m = self._map = MappingProxyType(self._claims.owned(*self._at))
         return m
 
-    def __getitem__(self, key):
-        return self._get()[key]
-
-    def __iter__(self):
-        return iter(self._get())
-
     def __len__(self) -> int:
         return self._at[1] - self._at[0]
-
-    def __contains__(self, key) -> bool:
-        return key in self._get()
-
-    def keys(self):
-        return self._get().keys()
-
-    def items(self):
-        return self._get().items()
-
-    def values(self):
-        return self._get().values()
-
-    def get(self, key, default=None):
-        return self._get().get(key, default)
-
-    def __eq__(self, other) -> bool:
-        return self._get() == (other._get() if type(other) is _OwnedView else other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(self._get())
 
 
 def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None, Any] | None:

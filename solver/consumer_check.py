@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
+from .consumer import ConsumerSnapshot, PreviousOwners, _LazyMapping, _first_seen_ids, previous_owners
 from .result import Violation
 
 __all__ = [
@@ -161,7 +161,7 @@ class ArrayAssignment(Mapping):
         return f"ArrayAssignment(topics={len(self.owners)}, members={len(self.snapshot.members)})"
 
 
-class AnswerView(Mapping):
+class AnswerView(_LazyMapping):
     """A checked :class:`ArrayAssignment` as the result's read-only ``member id -> topic -> partitions``
     mapping (sorted tuples, every member present), built on first look at a value.
 
@@ -204,40 +204,9 @@ class AnswerView(Mapping):
             return {m: {t: list(p) for t, p in d.items()} for m, d in self._get().items()}
         return arrays._runs(_run_lists)
 
-    def __getitem__(self, key: str) -> Mapping[str, tuple[int, ...]]:
-        return self._get()[key]
-
-    def __iter__(self):
-        return iter(self._get())
-
     def __len__(self) -> int:
         arrays = self._arrays
         return len(arrays.snapshot.members) if arrays is not None else len(self._map)
-
-    def __contains__(self, key) -> bool:
-        return key in self._get()
-
-    def keys(self):
-        return self._get().keys()
-
-    def items(self):
-        return self._get().items()
-
-    def values(self):
-        return self._get().values()
-
-    def get(self, key, default=None):
-        return self._get().get(key, default)
-
-    def __eq__(self, other):
-        if isinstance(other, AnswerView):
-            other = other._get()
-        return self._get() == other if isinstance(other, Mapping) else NotImplemented
-
-    __hash__ = None  # a mapping: unhashable, as dict and mappingproxy are
-
-    def __repr__(self) -> str:
-        return repr(self._get())
 
     def __reduce__(self):  # pickles as plain dicts of tuples (a mappingproxy does not pickle at all)
         return dict, ({k: dict(v) for k, v in self._get().items()},)
