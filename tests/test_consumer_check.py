@@ -182,12 +182,13 @@ def test_int_list_is_tolist_with_shared_ints(n, top):
     assert shared == (n >= consumer_check._SHARED_INTS and 1000 + top <= n // 8)
 
 
-@pytest.mark.parametrize("top", [3, 200, 5_000])
-def test_run_tuples_are_the_runs_sliced(top, seed):
-    """The answer's tuples, however they are made (sliced, zipped by length, single runs shared per number):
-    each run of the sorted partitions as a tuple of plain ints."""
+@pytest.mark.parametrize("top, runs", [(3, 3_000), (200, 3_000), (5_000, 3_000), (200, 40_000), (40_000, 40_000)])
+def test_run_tuples_are_the_runs_sliced(top, runs, seed):
+    """The answer's tuples, however they are made (sliced, zipped by length, single runs shared per number,
+    ints shared per number from 50,000 partitions on): each run of the sorted partitions as a tuple of plain
+    ints."""
     rng = np.random.default_rng(seed)
-    lengths = rng.choice([1, 1, 1, 2, 3, 9], size=3_000)
+    lengths = rng.choice([1, 1, 1, 2, 3, 9], size=runs)
     part = rng.integers(0, top, int(lengths.sum()))
     ends = np.cumsum(lengths)
     starts = ends - lengths
