@@ -106,7 +106,10 @@ class AssignmentResult:
     For consumer groups ``target`` is the whole decision the metrics describe: with
     ``protocol == "cooperative"`` (KIP-429), ``assignment`` is only this round's part of
     it (a claimed partition waits until its claimants have revoked it) and ``to_json()``
-    writes ``target`` too; with the eager protocol the two are the same.
+    writes ``target`` too; with the eager protocol the two are the same. Both are
+    read-only. A consumer answer that was checked as owner arrays (the optimizer's, and
+    any plain one) is an :class:`stickyflow.consumer_check.AnswerView`: its mapping is
+    built on the first look at it, and ``to_json()`` writes the lists from the arrays.
     """
 
     kind: str
