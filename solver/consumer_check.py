@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .consumer import ConsumerSnapshot, PreviousOwners, _LazyMapping, _first_seen_ids, previous_owners
-from .result import Violation
+from .result import Violation, _lists
 
 __all__ = [
     "ConsumerAssignment",
@@ -201,7 +201,7 @@ class AnswerView(_LazyMapping):
         mapping was never built."""
         arrays = self._arrays
         if arrays is None:
-            return {m: {t: list(p) for t, p in d.items()} for m, d in self._get().items()}
+            return _lists(self._get())
         return arrays._runs(_run_lists)
 
     def __len__(self) -> int:
@@ -307,10 +307,9 @@ def _int_column(part: np.ndarray):
     the ints are taken from one shared object per number instead of made one per value (100,000 partitions
     over 45,000 runs: the answer's tuples made and freed in 11.8 instead of 16.0 ms; below that the table
     costs more than it saves)."""
-    top = int(part.max()) + 1 if len(part) else 0
-    if len(part) < _SHARED_COLUMNS or top > len(part) // 8:
+    shared = _shared_ints(part, _SHARED_COLUMNS)
+    if shared is None:
         return lambda pos: part[pos].tolist()
-    shared = np.arange(top).astype(object)
     return lambda pos: shared[part[pos]].tolist()
 
 
@@ -335,15 +334,27 @@ def _int_list(values: np.ndarray) -> list[int]:
     >>> _int_list(np.array([3, 1, 3]))
     [3, 1, 3]
     """
-    if len(values) < _SHARED_INTS:
-        return values.tolist()
-    top = int(values.max()) + 1
-    if top > len(values) // 8:
-        return values.tolist()
-    return np.arange(top).astype(object)[values].tolist()
+    shared = _shared_ints(values, _SHARED_INTS)
+    return values.tolist() if shared is None else shared[values].tolist()
 
 
 _SHARED_INTS = 500_000  # values from which _int_list shares one int per number
+
+
+def _shared_ints(values: np.ndarray, at_least: int) -> np.ndarray | None:
+    """One Python int per number ``0 .. values.max()`` (an object array to index with ``values``), when there
+    are at least ``at_least`` values and the numbers are below an eighth of their count; else None (making
+    one int per value is then as cheap).
+
+    >>> _shared_ints(np.array([2, 0] * 12), 4).tolist(), _shared_ints(np.array([2, 0] * 12), 100)
+    ([0, 1, 2], None)
+    """
+    if len(values) < at_least:
+        return None
+    top = int(values.max()) + 1
+    if top > len(values) // 8:
+        return None
+    return np.arange(top).astype(object)
 
 
 def as_array_assignment(snap: ConsumerSnapshot, assignment: ConsumerAssignment) -> ArrayAssignment | None:
