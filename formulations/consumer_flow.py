@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stickyflow._arrays import nonzero_pairs
 from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
 from stickyflow.consumer_check import ArrayAssignment, _stable_order
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
@@ -154,7 +155,12 @@ def _subscription_classes(snap: ConsumerSnapshot) -> np.ndarray:
         return np.array([0 if len(flat) else -1], dtype=np.int64)
     if G * T <= _DENSE_CLASSES:
         packed = np.packbits(snap.subscription_matrix(), axis=1)  # each row as bytes: one sortable scalar
-        rows = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
+        if packed.shape[1] <= 8:  # up to 64 topics: one 64-bit integer per row (sorts in a third of the time)
+            rows = np.zeros((G, 8), dtype=np.uint8)
+            rows[:, :packed.shape[1]] = packed
+            rows = rows.view(np.uint64).ravel()
+        else:
+            rows = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
         _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
         empty = glen[first] == 0  # the class of the subscriptions that read nothing
         order = np.argsort(np.where(empty, G, first), kind="stable")  # by first appearance, the empty one last
@@ -190,8 +196,8 @@ def _class_graph(d: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     n_classes = d.n_classes
     size = np.bincount(d.member_class[d.member_class >= 0], minlength=n_classes)
     P = np.array([d.snap.topics[t].partitions for t in d.topics], dtype=np.int64)
-    head, tail = np.nonzero(_class_reads(d) & (P > 0)[None, :])  # by class, then topic in snapshot order
-    return P, tail.astype(np.int64), head.astype(np.int64), size
+    head, tail = nonzero_pairs(_class_reads(d) & (P > 0)[None, :])  # by class, then topic in snapshot order
+    return P, tail, head, size
 
 
 def _class_reads(d: _Data) -> np.ndarray:
@@ -536,11 +542,11 @@ def _deal_level(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np.n
     max_flow, _ = _ortools()
     M, T = sub.shape
     want = np.flatnonzero(orphans > 0)
-    rows, cols = np.nonzero(sub[:, want].T & ok[None, :])  # (topic with orphans, reader), topic-major
+    rows, cols = nonzero_pairs(sub[:, want].T & ok[None, :])  # (topic with orphans, reader), topic-major
     if not len(cols):
         return None
     tj = want[rows]
-    readers = np.unique(cols)
+    readers = np.flatnonzero(np.bincount(cols, minlength=M))
     low = np.sort(load[readers])
     lifted = np.cumsum(low)
     need = np.arange(1, len(low) + 1) * low - lifted  # units that lift the lowest k readers to the k-th's load
@@ -597,7 +603,7 @@ _WARM_MAX_LEVELS = 2_000_000  # load-level arcs the warm start may build before 
 def _deal_flow(load: np.ndarray, sub: np.ndarray, orphans: np.ndarray, total: int, levels: np.ndarray):
     _, min_cost_flow = _ortools()
     M, T = sub.shape
-    rows, cols = np.nonzero(sub[:, orphans > 0].T)  # (topic with orphans, reader), topic-major
+    rows, cols = nonzero_pairs(sub[:, orphans > 0].T)  # (topic with orphans, reader), topic-major
     tj = np.flatnonzero(orphans > 0)[rows]
     lm = np.repeat(np.arange(M), levels)
     q = load[lm] + np.arange(len(lm)) - np.repeat(np.cumsum(levels) - levels, levels)
@@ -787,7 +793,7 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     cell_rack = np.array([rack_id.get(r, -1) if r is not None else -1 for _, r in d.cells], dtype=np.int64)
     oc = d.member_class[g_owner]
     kg = np.flatnonzero((oc >= 0) & class_reads[np.maximum(oc, 0), g_tclass])
-    pc_pool, pc_cell = np.nonzero(class_reads[cell_class][:, pool_tclass].T)  # pool-major, cells ascending
+    pc_pool, pc_cell = nonzero_pairs(class_reads[cell_class][:, pool_tclass].T)  # pool-major, cells ascending
     # (topic class, position within it, tail, head, capacity, cost)
     blocks = [
         (pool_tclass[pc_pool], np.arange(len(pc_pool)), pool_node[pc_pool], M + pc_cell,

@@ -64,6 +64,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from stickyflow._arrays import nonzero_pairs
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
 from stickyflow.streams_check import balance_excess
 
@@ -731,7 +732,7 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: "StandbyFloor |
     hubcost = row.max(axis=1)
     tt = np.arange(T)
     arcs.add("task_hub", tt, base_hub + key_t, 1, hubcost)
-    et, ec = np.nonzero(row < hubcost[:, None])
+    et, ec = nonzero_pairs(row < hubcost[:, None])
     arcs.add("task_cell", et, base_cell + key_t[et] * ncell + ec, 1, row[et, ec])
     xk = np.unique(np.concatenate([m.held_keys, m.cu_keys]))
     xc, xt = xk // T, xk % T
@@ -1083,7 +1084,7 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
     ok_cell = np.zeros((len(class_ids), n_cells), dtype=bool)
     for a in class_ids:
         ok_cell[class_pos[a], np.isin(cell_combo, allowed[a])] = True
-    hh, hc = np.nonzero(ok_cell)
+    hh, hc = nonzero_pairs(ok_cell)
     arcs.add("hub_cell", base_hub + hh, base_cell + hc, big, 0)
     arcs.add("cell_client", base_cell + client_cellpos, base_client + np.arange(C), big, 0)
     _sink_arcs(arcs, m, base_client, sink, act, box, K2, big)
@@ -1094,7 +1095,7 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box):
     hubmax = rows[:, np.unique(m.cell)].max(axis=1)
     arcs.add("task_hub", np.arange(nS), base_hub + tpos, need, K1 * hubmax + 2)
     cheaper = rows[:, cell_rack] < hubmax[:, None]
-    et, ec = np.nonzero(cheaper & ok_cell[tpos])
+    et, ec = nonzero_pairs(cheaper & ok_cell[tpos])
     arcs.add("task_cell", et, base_cell + ec, need[et], K1 * rows[et, cell_rack[ec]] + 2)
     xk = np.unique(np.concatenate([m.state_c * T + m.state_t, m.held_keys,
                                    (m.holder * T + np.arange(T))[moving]]))

@@ -36,6 +36,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ._arrays import nonzero_pairs
 from .result import Decision, Finished, Violation
 from .streams import ClientAssignment, StreamsSnapshot, task_key
 
@@ -471,7 +472,7 @@ def _build_eligible(snap: StreamsSnapshot) -> EligiblePairs:
             pos[need] = np.arange(len(need))
             m = pos[lt] >= 0
             said[pos[lt[m]], lc[m]] = True
-            r, c = np.nonzero(~said)
+            r, c = nonzero_pairs(~said)
             parts_c.append(c)
             parts_t.append(need[r])
     ec = np.concatenate(parts_c).astype(np.int64)

@@ -220,3 +220,19 @@ def test_owned_as_numpy_and_big_numbers_are_fine():
     assert sum(len(p) for t in r.assignment.values() for p in t.values()) == 1000
     assert np.array_equal(np.sort(np.concatenate([np.asarray(r.assignment[m]["t"]) for m in ("a", "b")])),
                           np.arange(1000))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_nonzero_pairs_is_numpys_nonzero(seed):
+    """The flat-position helper gives what NumPy's 2-D nonzero gives (row-major, int64), on empty, full,
+    transposed and sliced masks alike."""
+    from stickyflow._arrays import nonzero_pairs
+
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(0, 30)), int(rng.integers(0, 30)))
+    mask = rng.random(shape) < rng.choice([0.0, 0.1, 0.5, 1.0])
+    for view in (mask, mask.T, mask[:, ::2], mask[::-1]):
+        rows, cols = nonzero_pairs(view)
+        want_rows, want_cols = np.nonzero(view)
+        assert rows.dtype == cols.dtype == np.int64
+        assert rows.tolist() == want_rows.tolist() and cols.tolist() == want_cols.tolist()
