@@ -125,12 +125,38 @@ class ConsumerSnapshot:
             return self.config.rack_aware
         known = self._memo.get("rack_aware")  # a snapshot is read-only: asked by the solve and the check alike
         if known is None:
-            known = self._memo["rack_aware"] = any(m.rack is not None for m in self.members) and any(
+            racks = self._column("rack")
+            known = self._memo["rack_aware"] = racks.count(None) < len(racks) and any(
                 t.racks is not None and any(t.racks) for t in self.topics.values())
         return known
 
     def member_index(self) -> dict[str, int]:
-        return {m.id: i for i, m in enumerate(self.members)}
+        return dict(zip(self._column("id"), range(len(self.members))))
+
+    def _column(self, name: str) -> list:
+        """Field ``name`` (``"id"`` or ``"rack"``) of every member, in member order: the list the reader
+        left, else read off the members once per snapshot. Treat it as read-only.
+
+        >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": {},
+        ...     "members": [{"id": "a", "subscription": [], "rack": "r1"}, {"id": "b", "subscription": []}]})
+        >>> s._column("id"), s._column("rack")
+        (['a', 'b'], ['r1', None])
+        """
+        key = "column_" + name
+        col = self._memo.get(key)
+        if col is None:
+            col = self._memo[key] = list(map(operator.attrgetter(name), self.members))
+        return col
+
+    def _generations(self) -> np.ndarray:
+        """Every member's generation, -1 where unknown (int64; once per snapshot, read-only)."""
+        gens = self._memo.get("generations")
+        if gens is None:
+            gens = np.fromiter((-1 if m.generation is None else m.generation for m in self.members),
+                               dtype=np.int64, count=len(self.members))
+            gens.flags.writeable = False
+            self._memo["generations"] = gens
+        return gens
 
     def subscription_groups(self) -> tuple[np.ndarray, list[tuple[str, ...]]]:
         """The distinct subscriptions, in order of first appearance, and each member's position among them
@@ -326,7 +352,7 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
     protocol = chk.choice(doc, "protocol", "", ("eager", "cooperative"), default="eager")
 
     topics = _parse_topics(doc, chk)
-    members, claims, subscriptions = _parse_members(doc, chk)
+    members, claims, subscriptions, columns = _parse_members(doc, chk)
     config = _parse_config(doc, chk)
     pairs = None  # the (member, topic) subscriptions: from the reader's groups when it took the members
     if subscriptions is not None:
@@ -342,6 +368,8 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
         object.__setattr__(snap, "warnings", chk.warnings)
     if claims is not None:
         snap._memo["claims"] = claims
+    if columns is not None:  # the bulk reader's lists of ids and racks, and the generations (-1: unknown)
+        snap._memo["column_id"], snap._memo["column_rack"], snap._memo["generations"] = columns
     if subscriptions is not None:  # the members' subscriptions as the reader grouped and coded them
         group, distinct, coded = subscriptions
         snap._memo["groups"] = (group, distinct)
@@ -413,16 +441,18 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
     return MappingProxyType(topics)
 
 
-def _parse_members(doc: Mapping[str, Any], chk: Checker) -> tuple[tuple[Member, ...], _FlatClaims | None, Any]:
-    """The members; then, when the fast reader took them (else None), every claim as flat arrays and the
-    subscriptions as :func:`_read_subscriptions` reads them."""
+def _parse_members(doc: Mapping[str, Any], chk: Checker
+                   ) -> tuple[tuple[Member, ...], _FlatClaims | None, Any, tuple | None]:
+    """The members; then, when the fast reader took them (else None), every claim as flat arrays, the
+    subscriptions as :func:`_read_subscriptions` reads them, and the members' ids, racks and generations
+    (:func:`_well_formed_members`)."""
     raw = chk.array(doc, "members", "")
     if raw is None:
-        return (), None, None
+        return (), None, None, None
     fast = _well_formed_members(raw)
     if fast is not None:
         return fast
-    return _members_one_by_one(raw, chk), None, None
+    return _members_one_by_one(raw, chk), None, None, None
 
 
 def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
@@ -630,9 +660,11 @@ class _OwnedView(_LazyMapping):
         return views
 
 
-def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None, Any] | None:
+def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None, Any, tuple | None] | None:
     """The members when every one is well formed (the common case), checked field by field across all
     members in a few passes in C; None when anything is off, and the member-by-member reader then names it.
+    With the members: the flat claims, the subscriptions (:func:`_read_subscriptions`), and the members' ids,
+    racks (lists) and generations (int64, -1 where unknown), which the snapshot keeps.
 
     Same rules as that reader: ids unique strings, subscriptions lists of strings (repeats dropped), racks and
     instance ids strings or null, generations 32-bit integers (negative: unknown), owned partitions lists of
@@ -640,7 +672,7 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     the same subscription share one tuple.
     """
     if not raw:
-        return (), None, None
+        return (), None, None, None
     if not _all_of(raw, dict) or not set().union(*raw) <= _MEMBER_KEYS:
         return None
     get = dict.get
@@ -680,7 +712,10 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     if len(at) < len(raw):
         deque(map(s_owned, compress(out, map(operator.not_, owned)), repeat(_EMPTY)), 0)
     deque(map(s_inst, out, instances), 0)
-    return tuple(out), claims, read
+    low = min(gens)  # -1: unknown, as ConsumerSnapshot._generations has it (a negative may be below int64)
+    generations = np.array(gens if low >= -1 else [max(g, -1) for g in gens], dtype=np.int64)
+    generations.flags.writeable = False
+    return tuple(out), claims, read, (ids, racks, generations)
 
 
 def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, ...]], tuple] | None:
@@ -907,8 +942,7 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
     if len(lens):
         lookup = defaultdict(lambda: -1, tindex)  # a deleted topic: -1
         claim_topic = np.fromiter(map(lookup.__getitem__, claims.topics), dtype=np.int64, count=len(lens))
-        gen_of = np.fromiter((-1 if m.generation is None else m.generation for m in members), dtype=np.int64,
-                             count=len(members))
+        gen_of = snap._generations()
         e_topic = np.repeat(claim_topic, lens)
         e_member = np.repeat(np.repeat(np.arange(len(members), dtype=np.int64), per_member), lens)
         ok = (flat >= 0) & (flat < np.append(sizes, 0)[e_topic])  # a deleted topic (-1) reads the 0 appended

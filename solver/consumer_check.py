@@ -231,7 +231,7 @@ def _nested(snap: ConsumerSnapshot, names: list[str], own: np.ndarray, topic: np
     ``own``, ``topic`` and ``part`` are sorted by member, then topic, then
     partition; every member of ``snap`` is present (``{}`` when it has nothing).
     """
-    out: dict[str, dict[str, Any]] = {m.id: {} for m in snap.members}
+    out: dict[str, dict[str, Any]] = {i: {} for i in snap._column("id")}
     if not len(own):
         return out
     cut = np.flatnonzero(np.r_[True, (own[1:] != own[:-1]) | (topic[1:] != topic[:-1]), True])
@@ -241,7 +241,7 @@ def _nested(snap: ConsumerSnapshot, names: list[str], own: np.ndarray, topic: np
         run_owner = own[starts]
         run_topic = np.array(names, dtype=object)[topic[starts]].tolist()  # names looked up in C
         mcut = np.flatnonzero(np.r_[True, run_owner[1:] != run_owner[:-1], True])
-        ids = [m.id for m in snap.members]
+        ids = snap._column("id")
         runs = zip(run_topic, pieces)  # each member takes its next ``count`` runs off one shared iterator
         for m, count in zip(run_owner[mcut[:-1]].tolist(), np.diff(mcut).tolist()):
             out[ids[m]] = dict(islice(runs, count))
@@ -552,13 +552,17 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     """
     violations: list[Violation] = []
     n = len(snap.members)
-    ids = [m.id for m in snap.members]
+    ids = snap._column("id")
     loads = np.zeros(n, dtype=np.int64)
     prev = prev or previous_owners(snap)
     rack_aware = snap.rack_aware
     rack_index: dict[str, int] = {}
-    member_rack = np.array([rack_index.setdefault(m.rack, len(rack_index)) if m.rack is not None else -1
-                            for m in snap.members], dtype=np.int32)
+    racks = snap._column("rack")
+    if racks.count(None) == n:
+        member_rack = np.full(n, -1, dtype=np.int32)
+    else:
+        member_rack = np.array([rack_index.setdefault(r, len(rack_index)) if r is not None else -1 for r in racks],
+                               dtype=np.int32)
     unsubscribed: list[tuple[int, int, str]] = []  # (member, topic position, topic) for the messages
     cross = 0
     # every topic at once: owner arrays end to end (topics nobody was given: -1), topic-major
@@ -676,7 +680,7 @@ def cooperative_split(snap: ConsumerSnapshot, target: Mapping[str, Mapping[str, 
     prev = prev or previous_owners(snap)
     if isinstance(target, ArrayAssignment) and target.snapshot is snap:
         return _cooperative_arrays(snap, target, prev)
-    ids = [m.id for m in snap.members]
+    ids = snap._column("id")
     new_owner: dict[str, np.ndarray] = {}
     for t, topic in snap.topics.items():
         new_owner[t] = np.full(topic.partitions, -1, dtype=np.int32)

@@ -139,8 +139,13 @@ def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
     read = _well_formed_members(raw)
     slow = _members_one_by_one(raw, Checker())
     assert read is not None
-    fast, claims, subscriptions = read
+    fast, claims, subscriptions, columns = read
     assert fast == slow
+    # the columns the snapshot keeps are what the members say
+    if columns is not None:
+        ids, racks, generations = columns
+        assert ids == [m.id for m in slow] and racks == [m.rack for m in slow]
+        assert generations.tolist() == [-1 if m.generation is None else m.generation for m in slow]
     assert [dict(m.owned) for m in fast] == [dict(m.owned) for m in slow]
     # owned partitions stay in the flat claims until asked for, then read like the one-by-one reader's
     assert [repr(m) for m in fast] == [repr(m) for m in slow]
@@ -193,7 +198,7 @@ def test_owned_read_in_bulk_is_read_only_and_copies_nothing_of_the_callers():
 
     raw = [{"id": "a", "subscription": ["t", "u"], "owned": {"t": [2, 0], "u": [1]}},
            {"id": "b", "subscription": ["t"]}, {"id": "c", "subscription": ["t"], "owned": {"t": [1]}}]
-    (a, b, c), _, _ = _well_formed_members(raw)
+    (a, b, c), _, _, _ = _well_formed_members(raw)
     raw[0]["owned"]["t"].append(5)
     raw[2]["owned"]["t"][0] = 9
     assert a.owned == {"t": (2, 0), "u": (1,)} and c.owned == {"t": (1,)} and b.owned == {}
