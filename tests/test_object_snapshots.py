@@ -336,3 +336,14 @@ def test_numpy_integers_are_partition_numbers_and_bools_are_not(one_by_one):
     with pytest.raises(InvalidSnapshotError) as exc:
         parse_consumer(lots_of_ones)
     assert exc.value.problems[0].field == "members[0].owned.t[6000]"
+
+
+def test_generations_below_int64_read_as_unknown_in_bulk():
+    """A negative generation means unknown, however far below zero (the bulk reader keeps the generations as
+    an int64 column, so one below int64's range must not overflow it)."""
+    raw = [{"id": "a", "subscription": ["t"], "generation": -2**70, "owned": {"t": [0]}},
+           {"id": "b", "subscription": ["t"], "generation": 5}, {"id": "c", "subscription": ["t"], "generation": -3}]
+    snap = stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
+                                      "topics": {"t": {"partitions": 2}}, "members": raw})
+    assert [m.generation for m in snap.members] == [None, 5, None]
+    assert snap._generations().tolist() == [-1, 5, -1] and snap._column("id") == ["a", "b", "c"]
