@@ -129,8 +129,9 @@ def _prepare(snap: ConsumerSnapshot) -> _Data:
     cell_id: dict[tuple[int, str | None], int] = {}
     if rack_aware:
         member_cell = np.full(len(snap.members), -1, dtype=np.int64)
+        racks = snap._column("rack")
         for i in np.flatnonzero(member_class >= 0).tolist():
-            member_cell[i] = cell_id.setdefault((int(member_class[i]), snap.members[i].rack), len(cell_id))
+            member_cell[i] = cell_id.setdefault((int(member_class[i]), racks[i]), len(cell_id))
     else:
         member_cell = member_class.copy()
         cell_id = {(c, None): c for c in range(n_classes)}
@@ -748,8 +749,12 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     tclass_total = np.bincount(topic_tclass, weights=sizes, minlength=NT).astype(np.int64)
     # member racks (-1: none) and the cross-rack table: rack set x member rack (last column: no rack)
     rack_id: dict[str, int] = {}
-    member_rack = np.fromiter((rack_id.setdefault(m.rack, len(rack_id)) if (d.rack_aware and m.rack is not None)
-                               else -1 for m in snap.members), dtype=np.int64, count=M)
+    racks = snap._column("rack")
+    if d.rack_aware and racks.count(None) < M:
+        member_rack = np.fromiter((-1 if r is None else rack_id.setdefault(r, len(rack_id)) for r in racks),
+                                  dtype=np.int64, count=M)
+    else:
+        member_rack = np.full(M, -1, dtype=np.int64)
     cross_tab = np.zeros((NR, len(rack_id) + 1), dtype=np.int64)
     for s_id, rset in enumerate(racksets):
         if rset:
