@@ -404,6 +404,9 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
     topics: dict[str, Topic] = {}
     if raw is None:
         return MappingProxyType(topics)
+    fast = _plain_topics(raw)
+    if fast is not None:
+        return fast
     interned: dict[tuple[str, ...], frozenset[str]] = {}
     for name, spec in raw.items():
         path = join("topics", name)
@@ -439,6 +442,31 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
         if n is not None:
             topics[name] = Topic(name=name, partitions=n, racks=racks)
     return MappingProxyType(topics)
+
+
+def _plain_topics(raw: dict) -> Mapping[str, Topic] | None:
+    """The topics when each is just ``{"partitions": n}`` with ``n`` an int from 1 to 2**31 - 1 (the common
+    case): checked across all topics in a few passes in C and built column by column like the members; None
+    otherwise, and the topic-by-topic reader names what is off."""
+    names_ = list(raw)
+    specs = list(raw.values())
+    if not specs or not _all_of(specs, dict) or not _all_of(names_, str):
+        return None
+    if any(map(_PARTITIONS_ONLY.__ne__, map(dict.keys, specs))):
+        return None
+    counts = list(map(operator.itemgetter("partitions"), specs))
+    if not _all_of(counts, int) or min(counts) < 1 or max(counts) > INT32_MAX:
+        return None
+    out = list(map(object.__new__, repeat(Topic, len(specs))))
+    s_name, s_partitions, s_racks = _SET_TOPIC
+    deque(map(s_name, out, names_), 0)
+    deque(map(s_partitions, out, counts), 0)
+    deque(map(s_racks, out, repeat(None)), 0)
+    return MappingProxyType(dict(zip(names_, out)))
+
+
+_PARTITIONS_ONLY = {"partitions": None}.keys()
+_SET_TOPIC = tuple(Topic.__dict__[name].__set__ for name in ("name", "partitions", "racks"))
 
 
 def _parse_members(doc: Mapping[str, Any], chk: Checker

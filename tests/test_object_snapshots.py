@@ -347,3 +347,36 @@ def test_generations_below_int64_read_as_unknown_in_bulk():
                                       "topics": {"t": {"partitions": 2}}, "members": raw})
     assert [m.generation for m in snap.members] == [None, 5, None]
     assert snap._generations().tolist() == [-1, 5, -1] and snap._column("id") == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("topics", [
+    {"a": {"partitions": 3}, "b": {"partitions": 1}},
+    {"a": {"partitions": 2**31 - 1}},
+    {},
+    {"a": {"partitions": 3, "racks": [["r1"], [], ["r2", "r1"]]}},
+    {"a": {"partitions": 3, "typo": 1}},
+    {"a": {"partitions": True}},
+    {"a": {"partitions": 0}},
+    {"a": {"partitions": 2**31}},
+    {"a": {"partitions": 2.0}},
+    {"a": {}},
+    {"a": []},
+])
+def test_plain_topics_read_in_bulk_as_one_by_one(topics, monkeypatch):
+    """Topics that are just a partition count are built in bulk; the snapshot, its warnings and its errors are
+    those of the topic-by-topic reader, for plain topics and for anything else."""
+    from stickyflow import consumer
+
+    doc = {"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": topics,
+           "members": [{"id": "m", "subscription": sorted(topics)}]}
+
+    def read():
+        try:
+            snap = stickyflow.parse_snapshot(doc)
+        except stickyflow.InvalidSnapshotError as exc:
+            return "error", str(exc)
+        return dict(snap.topics), snap.warnings
+
+    fast = read()
+    monkeypatch.setattr(consumer, "_plain_topics", lambda raw: None)
+    assert fast == read()
