@@ -554,17 +554,18 @@ class _FlatClaims:
     per_member: np.ndarray   # (member, topic) claims per member
     lens: np.ndarray         # partitions per (member, topic) claim
     parts: np.ndarray        # the partitions, end to end (int64)
-    # each member's first claim, end of claims and first partition (three lists), filled on first look
-    where: list = field(default_factory=list, repr=False)
+    # one slot: each member's first claim, end of claims and first partition (three lists), set on first look
+    where: list = field(default_factory=lambda: [None], repr=False)
 
     def of_member(self, i: int) -> dict[str, tuple[int, ...]]:
         """Member ``i``'s claims (snapshot order) as ``owned`` holds them: topic -> tuple of plain ints."""
-        if not self.where:
+        where = self.where[0]
+        if where is None:  # two threads may both compute it: each sets the same whole value in one step
             ends = np.cumsum(self.per_member)
             starts = ends - self.per_member
             firsts = np.r_[0, np.cumsum(self.lens)][starts]
-            self.where.extend((starts.tolist(), ends.tolist(), firsts.tolist()))
-        starts, ends, firsts = self.where
+            where = self.where[0] = (starts.tolist(), ends.tolist(), firsts.tolist())
+        starts, ends, firsts = where
         return self.owned(starts[i], ends[i], firsts[i])
 
     @classmethod
