@@ -457,16 +457,11 @@ def _plain_topics(raw: dict) -> Mapping[str, Topic] | None:
     counts = list(map(operator.itemgetter("partitions"), specs))
     if not _all_of(counts, int) or min(counts) < 1 or max(counts) > INT32_MAX:
         return None
-    out = list(map(object.__new__, repeat(Topic, len(specs))))
-    s_name, s_partitions, s_racks = _SET_TOPIC
-    deque(map(s_name, out, names_), 0)
-    deque(map(s_partitions, out, counts), 0)
-    deque(map(s_racks, out, repeat(None)), 0)
+    out = _filled(Topic, len(specs), name=names_, partitions=counts, racks=repeat(None))
     return MappingProxyType(dict(zip(names_, out)))
 
 
 _PARTITIONS_ONLY = {"partitions": None}.keys()
-_SET_TOPIC = tuple(Topic.__dict__[name].__set__ for name in ("name", "partitions", "racks"))
 
 
 def _parse_members(doc: Mapping[str, Any], chk: Checker
@@ -532,14 +527,20 @@ def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
     return tuple(members)
 
 
-def _member_setters():
-    """The slot setters of :class:`Member`, in field order: the bulk reader fills members from parts it has
-    already checked and normalized, without the frozen dataclass's ``__init__`` (five times the cost)."""
-    slots = Member.__dict__
-    return tuple(slots[name].__set__ for name in ("id", "subscription", "rack", "generation", "owned", "instance_id"))
+def _filled(cls: type, n: int, **columns) -> list:
+    """``n`` new objects of the slotted class ``cls``, each slot named in ``columns`` filled from its iterable by
+    one pass in C: how the bulk readers build members, topics and owned views from parts they have already
+    checked and normalized, without an ``__init__`` per object (a frozen dataclass's costs five times as much,
+    and at 1,000 members a constructor call each was a quarter of reading the group).
 
-
-_SET_MEMBER = _member_setters()
+    >>> t = _filled(Topic, 2, name=["a", "b"], partitions=[3, 1], racks=[None, None])
+    >>> t[1]
+    Topic(name='b', partitions=1, racks=None)
+    """
+    out = list(map(object.__new__, repeat(cls, n)))
+    for name, values in columns.items():
+        deque(map(cls.__dict__[name].__set__, out, values), 0)
+    return out
 
 
 def _all_of(values: list, *types: type) -> bool:
@@ -663,12 +664,8 @@ class _OwnedView(_LazyMapping):
     third of reading a 100,000-partition group.
     """
 
+    # the flat claims, the member's position, the mapping once built (made by the reader with _filled)
     __slots__ = ("_claims", "_at", "_map")
-
-    def __init__(self, claims: _FlatClaims, at: int):
-        self._claims = claims
-        self._at = at  # the member's position in the snapshot (and in the claims' per_member)
-        self._map: MappingProxyType | None = None
 
     def _get(self) -> MappingProxyType:
         m = self._map
@@ -678,15 +675,6 @@ class _OwnedView(_LazyMapping):
 
     def __len__(self) -> int:
         return int(self._claims.per_member[self._at])
-
-    @classmethod
-    def many(cls, claims: _FlatClaims, at: list[int]) -> list[_OwnedView]:
-        """One view per position in ``at``, its slots filled column by column in C (no ``__init__`` per view)."""
-        views = list(map(object.__new__, repeat(cls, len(at))))
-        deque(map(cls._claims.__set__, views, repeat(claims)), 0)
-        deque(map(cls._at.__set__, views, at), 0)
-        deque(map(cls._map.__set__, views, repeat(None)), 0)
-        return views
 
 
 def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | None, Any, tuple | None] | None:
@@ -728,20 +716,15 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     if read is None:
         return None
     group, distinct, _ = read
-    # the members built column by column: each slot of every member filled by one pass in C (a third of a
-    # constructor call per member, which at 1,000 members was a quarter of reading the group)
-    out = list(map(object.__new__, repeat(Member, len(raw))))
-    s_id, s_sub, s_rack, s_gen, s_owned, s_inst = _SET_MEMBER
-    deque(map(s_id, out, ids), 0)
-    deque(map(s_sub, out, map(distinct.__getitem__, group.tolist())), 0)
-    deque(map(s_rack, out, racks), 0)
-    deque(map(s_gen, out, gens if min(gens) >= 0 else [None if g < 0 else g for g in gens]), 0)
+    low = min(gens)  # negative: unknown (None on the member, -1 in the snapshot's column, which is int64)
+    out = _filled(Member, len(raw), id=ids, subscription=map(distinct.__getitem__, group.tolist()), rack=racks,
+                  generation=gens if low >= 0 else [None if g < 0 else g for g in gens], instance_id=instances)
     at = list(compress(range(len(raw)), owned))  # the members with claims (a non-empty dict)
-    deque(map(s_owned, compress(out, owned), _OwnedView.many(claims, at)), 0)
+    set_owned = Member.__dict__["owned"].__set__
+    views = _filled(_OwnedView, len(at), _claims=repeat(claims), _at=at, _map=repeat(None))
+    deque(map(set_owned, compress(out, owned), views), 0)
     if len(at) < len(raw):
-        deque(map(s_owned, compress(out, map(operator.not_, owned)), repeat(_EMPTY)), 0)
-    deque(map(s_inst, out, instances), 0)
-    low = min(gens)  # -1: unknown, as ConsumerSnapshot._generations has it (a negative may be below int64)
+        deque(map(set_owned, compress(out, map(operator.not_, owned)), repeat(_EMPTY)), 0)
     generations = np.array(gens if low >= -1 else [max(g, -1) for g in gens], dtype=np.int64)
     generations.flags.writeable = False
     return tuple(out), claims, read, (ids, racks, generations)
