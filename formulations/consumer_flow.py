@@ -750,13 +750,7 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
     class_reads = reads[:, first_topic]  # member class x topic class
     tclass_total = np.bincount(topic_tclass, weights=sizes, minlength=NT).astype(np.int64)
     # member racks (-1: none) and the cross-rack table: rack set x member rack (last column: no rack)
-    rack_id: dict[str, int] = {}
-    racks = snap._column("rack")
-    if d.rack_aware and racks.count(None) < M:
-        member_rack = np.fromiter((-1 if r is None else rack_id.setdefault(r, len(rack_id)) for r in racks),
-                                  dtype=np.int64, count=M)
-    else:
-        member_rack = np.full(M, -1, dtype=np.int64)
+    member_rack, rack_id = snap._rack_codes() if d.rack_aware else (np.full(M, -1, dtype=np.int64), {})
     cross_tab = np.zeros((NR, len(rack_id) + 1), dtype=np.int64)
     for s_id, rset in enumerate(racksets):
         if rset:

@@ -148,6 +148,30 @@ class ConsumerSnapshot:
             col = self._memo[key] = list(map(operator.attrgetter(name), self.members))
         return col
 
+    def _rack_codes(self) -> tuple[np.ndarray, dict[str, int]]:
+        """Every member's rack as a number (int64, -1: none), racks numbered in order of first appearance, and
+        that numbering (rack -> number); once per snapshot, both read-only.
+
+        >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": {},
+        ...     "members": [{"id": "a", "subscription": [], "rack": "r2"}, {"id": "b", "subscription": []},
+        ...                 {"id": "c", "subscription": [], "rack": "r1"}, {"id": "d", "subscription": [], "rack": "r2"}]})
+        >>> codes, index = s._rack_codes()
+        >>> codes.tolist(), index
+        ([0, -1, 1, 0], {'r2': 0, 'r1': 1})
+        """
+        known = self._memo.get("rack_codes")
+        if known is None:
+            racks = self._column("rack")
+            index: dict[str, int] = {}
+            if racks.count(None) == len(racks):
+                codes = np.full(len(racks), -1, dtype=np.int64)
+            else:
+                codes = np.fromiter((-1 if r is None else index.setdefault(r, len(index)) for r in racks),
+                                    dtype=np.int64, count=len(racks))
+            codes.flags.writeable = False
+            known = self._memo["rack_codes"] = (codes, index)
+        return known
+
     def _generations(self) -> np.ndarray:
         """Every member's generation, -1 where unknown (int64; once per snapshot, read-only)."""
         gens = self._memo.get("generations")

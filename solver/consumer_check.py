@@ -482,9 +482,7 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
 
     prev = prev or previous_owners(snap)
     rack_aware = snap.rack_aware
-    rack_index: dict[str, int] = {}
-    member_rack = np.array([rack_index.setdefault(m.rack, len(rack_index)) if m.rack is not None else -1
-                            for m in snap.members], dtype=np.int32)
+    member_rack, rack_index = snap._rack_codes()
     moves = 0
     cross = 0
     for t, topic in snap.topics.items():
@@ -556,13 +554,7 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     loads = np.zeros(n, dtype=np.int64)
     prev = prev or previous_owners(snap)
     rack_aware = snap.rack_aware
-    rack_index: dict[str, int] = {}
-    racks = snap._column("rack")
-    if racks.count(None) == n:
-        member_rack = np.full(n, -1, dtype=np.int32)
-    else:
-        member_rack = np.array([rack_index.setdefault(r, len(rack_index)) if r is not None else -1 for r in racks],
-                               dtype=np.int32)
+    member_rack, rack_index = snap._rack_codes()
     unsubscribed: list[tuple[int, int, str]] = []  # (member, topic position, topic) for the messages
     cross = 0
     # every topic at once: owner arrays end to end (topics nobody was given: -1), topic-major
