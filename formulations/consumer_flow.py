@@ -510,14 +510,25 @@ def _fill_lowest(load: np.ndarray, readers: np.ndarray, k: int) -> tuple[np.ndar
         return lowest[:k], np.ones(k, dtype=load.dtype)
     order = readers[np.argsort(low, kind="stable")]  # by load, then member index
     low = load[order]
-    before = np.cumsum(low) - low  # the loads of the readers ahead of each
-    need = np.arange(len(low)) * low - before  # units that lift everyone ahead to this one's load
-    i = int(np.searchsorted(need, k, side="right"))  # the first i readers take them all
-    level, extra = divmod(k + int(low[:i].sum()), i)
+    i, level, extra = _water_level(low, k)  # the first i readers take them all
     give = level - low[:i]
     give[:extra] += 1
     take = give > 0
     return order[:i][take], give[take]
+
+
+def _water_level(low: np.ndarray, units: int) -> tuple[int, int, int]:
+    """``units`` dealt to readers of loads ``low`` (ascending), the lowest lifted first: how many readers take
+    them (the lowest ``k``), the level they reach, and how many of those end one above it (``extra``).
+
+    >>> _water_level(np.array([1, 1, 2, 3]), 4)  # 1, 1, 2 and four units: 3, 3, 2
+    (3, 2, 2)
+    """
+    lifted = np.cumsum(low)
+    need = np.arange(1, len(low) + 1) * low - lifted  # units that lift the readers up to each one to its load
+    k = int(np.searchsorted(need, units, side="right"))
+    level, extra = divmod(units + int(lifted[k - 1]), k)
+    return k, level, extra
 
 
 def _deal_level(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np.ndarray):
@@ -550,11 +561,7 @@ def _deal_level(load: np.ndarray, ok: np.ndarray, sub: np.ndarray, orphans: np.n
         return None
     tj = want[rows]
     readers = np.flatnonzero(np.bincount(cols, minlength=M))
-    low = np.sort(load[readers])
-    lifted = np.cumsum(low)
-    need = np.arange(1, len(low) + 1) * low - lifted  # units that lift the lowest k readers to the k-th's load
-    k = int(np.searchsorted(need, total, side="right"))  # the lowest k readers take every unit
-    level, extra = divmod(total + int(lifted[k - 1]), k)
+    _, level, extra = _water_level(np.sort(load[readers]), total)
     fill = np.maximum(0, level - load[readers])
     source, sink = T + M, T + M + 1
     # first: every lifted reader exactly to the level
