@@ -165,6 +165,18 @@ def test_fill_lowest_deals_unit_by_unit_to_the_least_loaded(loads, pick, k):
     assert dict(zip(got[0].tolist(), got[1].tolist())) == dict(zip(want[0].tolist(), want[1].tolist()))
 
 
+def _water_level_loads(load, ok, sub, orphans):
+    """The loads the water level gives: every orphan, unit by unit, to the least-loaded reader of any orphaned
+    topic (:func:`_fill_by_levels`), as if any reader could take any orphan. No deal has a smaller sum of
+    squares."""
+    readers = np.flatnonzero((sub[:, orphans > 0] & ok[:, None]).any(axis=1))
+    after = load.copy()
+    if len(readers):
+        members, give = _fill_by_levels(load, readers, int(orphans.sum()))
+        after[members] += give
+    return after
+
+
 def _least_square_deal(load, ok, sub, orphans):
     """The least sum of squares any deal of ``orphans`` (per topic, to ok readers) reaches, by brute force
     over every way to split each topic's orphans among its readers; None when some topic has no reader."""
@@ -208,12 +220,7 @@ def test_water_level_deal_is_a_least_square_deal_or_nothing(n_members, n_topics,
     ok = np.array(data.draw(st.lists(st.booleans(), min_size=n_members, max_size=n_members)), dtype=bool)
     best = _least_square_deal(load, ok, sub, orphans)
     dealt = consumer_flow._deal_level(load, ok, sub, orphans)
-    # the water level over the readers of orphaned topics: no deal does better
-    readers = np.flatnonzero((sub[:, orphans > 0] & ok[:, None]).any(axis=1))
-    level = load.copy()
-    for _ in range(int(orphans.sum())):
-        if len(readers):
-            level[readers[np.argmin(level[readers])]] += 1
+    level = _water_level_loads(load, ok, sub, orphans)  # no deal does better
     ideal = int((level[ok] ** 2).sum())
     if dealt is not None:
         tj, m, n = dealt
@@ -246,10 +253,7 @@ def test_water_level_deal_answers_wherever_the_level_is_reachable(seed):
             assert level is None
             continue
         after = load + np.bincount(flow[1], weights=flow[2], minlength=M).astype(np.int64)
-        readers = np.flatnonzero((sub[:, orphans > 0] & ok[:, None]).any(axis=1))
-        ideal = load.copy()
-        for _ in range(int(orphans.sum())):
-            ideal[readers[np.argmin(ideal[readers])]] += 1
+        ideal = _water_level_loads(load, ok, sub, orphans)
         if int((after[ok] ** 2).sum()) == int((ideal[ok] ** 2).sum()):
             reachable += 1
             assert level is not None
