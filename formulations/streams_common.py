@@ -34,7 +34,7 @@ from stickyflow.streams_check import RACK_KEY, balance_excess, eligible_pairs, r
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",
-           "converged_standbys", "DEFAULT_STANDBY_SLACK"]
+           "converged_standbys", "decision_plan", "DEFAULT_STANDBY_SLACK"]
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
 MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones nearest the mean
@@ -504,3 +504,35 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
         bound = None
     return Decision(assignment=assignment, method=plan.method, status=status, objective=cost, bound=bound,
                     followup_rebalance_deadline_ms=followup, extra=extra)
+
+
+def decision_plan(model: StreamsModel, decision: Decision, method: str = "greedy") -> StreamsPlan:
+    """The plan of another assignor's decision (roughly the inverse of :func:`plan_decision`), e.g. a hint.
+
+    A task's target is its warm-up's client where it has one, else where it runs;
+    a standby catching up in a warm-up's place reads as an ordinary standby.
+    Run it through :func:`plan_decision` and the check before relying on it.
+    """
+    m = model
+    idx = m.snap.index
+    where = {t: i for i, t in enumerate(idx.task_ids)}
+    active = np.full(m.T, -1, dtype=np.int64)
+    warmup = np.full(m.T, -1, dtype=np.int64)
+    standby = np.full((m.T, m.want), -1, dtype=np.int64)
+    held = np.zeros(m.T, dtype=np.int64)
+    for c, pid in enumerate(idx.client_ids):
+        roles = decision.assignment.get(pid)
+        if roles is None:
+            continue
+        for t in roles.active:
+            active[where[t]] = c
+        for t in roles.warmup:
+            warmup[where[t]] = c
+        for t in roles.standby:
+            i = where[t]
+            if held[i] < m.want:
+                standby[i, held[i]] = c
+                held[i] += 1
+    target = np.where(warmup >= 0, warmup, active)
+    return StreamsPlan(target=target, active=active, warmup=warmup, standby=standby, method=method,
+                       status="feasible")

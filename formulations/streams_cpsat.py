@@ -50,8 +50,8 @@ from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFault
                                TimeLimitError)
 from stickyflow.registry import SolveOptions
 
-from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, movements,
-                             plan_decision, round_standbys, target_cost)
+from .streams_common import (StreamsModel, StreamsPlan, balance_excess, choose_warmups, converged_standbys,
+                             decision_plan, movements, plan_decision, round_standbys, target_cost)
 
 __all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT"]
 
@@ -112,6 +112,10 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             hint = solve_flow(_relaxed(m))
         except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
             extra["hint_error"] = str(exc)
+    if hint is not None and m.tag_keys and _valid_hint(m, hint) is None:
+        # the flow relaxed the tags: a hint that breaks them may leave CP-SAT without any solution in time, so
+        # start from a valid one, the better of the flow's plan with its standbys repaired and the greedy's
+        hint, extra["hint"] = _valid_start(m, hint, options)
     extra["t_hint"] = round(time.perf_counter() - started, 4)
 
     cp_model = _cp()
@@ -349,7 +353,8 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         kept = _valid_hint(m, hint)
         if kept is not None:
-            kept.extra = {**kept.extra, **extra, "note": "CP-SAT found no solution in time; the flow's is kept"}
+            start = extra.get("hint", "flow")
+            kept.extra = {**kept.extra, **extra, "note": f"CP-SAT found no solution in time; its start ({start}) is kept"}
             return kept
         raise TimeLimitError(f"CP-SAT found no solution within the time limit of {limit:g} s")
     status = cp_model.OPTIMAL if proven else cp_model.FEASIBLE
@@ -413,6 +418,79 @@ def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None
     if hint.status == "optimal" and m.tag_keys and m.want >= 2:
         hint.status = "feasible"  # its bound ignores the tags: still a bound, but not a proof
     return hint
+
+
+def _valid_start(m: StreamsModel, hint: StreamsPlan, options: SolveOptions) -> tuple[StreamsPlan, str]:
+    """The hint CP-SAT starts from when the flow's plan breaks a rule it relaxed: of the flow's plan with its
+    standbys repaired (:func:`_tag_repaired`) and the greedy assignor's answer, the valid one with the least
+    excess over **Balanced**, then the least cost (:func:`_start_key`); ``hint`` itself when neither is valid.
+    Returns the plan and which it is."""
+    starts = []
+    repaired, _ = _tag_repaired(m, hint)
+    if _valid_hint(m, repaired) is not None:
+        starts.append((_start_key(m, repaired), 0, "flow, tags repaired", repaired))
+    try:
+        from stickyflow.registry import get_assignor
+
+        answer = get_assignor("sticky", "streams").load()(m.snap, options)
+        greedy = decision_plan(m, answer, method=answer.method)
+    except StickyflowError:  # pragma: no cover - the greedy has no time limit and no solver to fail
+        greedy = None
+    if greedy is not None and _valid_hint(m, greedy) is not None:
+        starts.append((_start_key(m, greedy), 1, "greedy", greedy))
+    if not starts:
+        return hint, "flow"
+    _, _, name, plan = min(starts, key=lambda s: s[:2])
+    return plan, name
+
+
+def _start_key(m: StreamsModel, plan: StreamsPlan) -> tuple[int, int]:
+    """How good a start ``plan`` is, as CP-SAT's stages rank it: the converged assignment's excess over
+    **Balanced** in active tasks, stateful actives, replicas and (under ``balance_subtopology``) each
+    subtopology, summed; then its cost."""
+    tg = plan.target
+    stateful = tg[m.stateful]
+    counts = [np.bincount(tg, minlength=m.C), np.bincount(stateful, minlength=m.C)]
+    if m.want:
+        sc = converged_standbys(m, tg, plan.standby).reshape(-1)
+        counts.append(counts[0] + np.bincount(sc[sc >= 0], minlength=m.C))
+    if m.sub_balance:
+        counts += [np.bincount(tg[m.sub == g], minlength=m.C) for g in range(m.G)]
+    excess = sum(balance_excess(c, m.threads, m.bf) for c in counts)
+    return excess, target_cost(m, plan)
+
+
+def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]:
+    """``plan`` with standbys moved until each task's replicas spread over the tag values (KIP-708), and how
+    many moved.
+
+    The flow spreads one standby only; with two or more, its plan often breaks
+    the spread, and CP-SAT, hinted with it, may find no solution at all within
+    its time (four of the six medium two-standby ``tags`` snapshots of
+    ``bench/streams_vs_greedy.py --quick`` at 2 s). The greedy assignor's repair
+    (:func:`stickyflow.streams_common.repair_tag_spread`: a standby moves to a
+    client of a combination that adds a tag value, the least loaded first)
+    keeps the flow's targets and actives, so the hint stays close to the
+    flow's cost and CP-SAT starts from a valid assignment.
+    """
+    from stickyflow.streams_common import HAState, repair_tag_spread
+
+    st = HAState(m.snap)
+    for t, c in enumerate(plan.active.tolist()):
+        st.set_active(t, c)
+    for t, c in enumerate(plan.warmup.tolist()):
+        if c >= 0:
+            st.add_warmup(t, c)
+    for t, cs in enumerate(plan.standby.tolist()):
+        for c in cs:
+            if c >= 0:
+                st.add_standby(t, c)
+    moved = repair_tag_spread(st, m.tag_keys)
+    standby = np.full_like(plan.standby, -1)
+    for t, cs in enumerate(st.standby):
+        standby[t, :len(cs)] = cs
+    return StreamsPlan(target=plan.target, active=plan.active, warmup=plan.warmup, standby=standby,
+                       method=plan.method, status="feasible", bound=plan.bound, extra=dict(plan.extra)), moved
 
 
 # --------------------------------------------------------------------------- data

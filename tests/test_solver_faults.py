@@ -190,16 +190,32 @@ def _flow_plan_kept(snap) -> bool:
 
 
 def test_streams_cpsat_without_a_solution_falls_back(monkeypatch):
-    # two standbys and a zone tag: the flow places standbys without the tags, so its plan cannot stand in
+    # two standbys and a zone tag: the flow places standbys without the tags, so its plan cannot stand in; and
+    # here no valid start either (the tag repair and the greedy's answer are switched off)
+    import stickyflow.formulations.streams_cpsat as sc
+
     snap = stickyflow.parse_snapshot(streams_doc(tasks=20, clients=5, racks=3, num_standby_replicas=2,
                                                  config={"rack_aware_assignment_tags": ["zone"]}))
     assert not _flow_plan_kept(snap)
     _cpsat_finds_nothing(monkeypatch)
+    monkeypatch.setattr(sc, "_valid_start", lambda m, hint, options: (hint, "flow"))
     r = stickyflow.assign(snap, method="cpsat", time_limit=5)
     assert_fallback(snap, r, "TimeLimitError", "CP-SAT found no solution within the time limit")
     assert r.solver.method == "high_availability"
     with pytest.raises(stickyflow.TimeLimitError, match="no solution within the time limit"):
         stickyflow.assign(snap, method="cpsat", time_limit=5, fallback=False)
+
+
+def test_streams_cpsat_without_a_solution_keeps_its_valid_start(monkeypatch):
+    # the same snapshot: the flow's plan breaks the tags, so CP-SAT starts from a valid one (the flow's with its
+    # standbys repaired, or the greedy's), and that start is the answer when CP-SAT finds nothing
+    snap = stickyflow.parse_snapshot(streams_doc(tasks=20, clients=5, racks=3, num_standby_replicas=2,
+                                                 config={"rack_aware_assignment_tags": ["zone"]}))
+    assert not _flow_plan_kept(snap)
+    _cpsat_finds_nothing(monkeypatch)
+    r = stickyflow.assign(snap, method="cpsat", time_limit=5, fallback=False)
+    check_result(snap, r)
+    assert r.solver.status == "feasible" and r.solver.method in ("flow", "high_availability"), r.solver
 
 
 def test_streams_cpsat_without_a_solution_keeps_a_valid_flow_plan(monkeypatch):

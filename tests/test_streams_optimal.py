@@ -619,3 +619,72 @@ def test_solving_its_own_answer_again_moves_nothing(method, seed):
                       d.extra["target_cost"])
             assert better < (0 if kept["balanced"] else 1, kept["cost"]), (doc["id"], better, kept)
     print(f"\n[again] {proven} first answers proven optimal")
+
+
+def _two_standby_tags(scenario: str, tasks: int, clients: int, seed: int, subtopologies: int, stateful: float,
+                      strategy: str, warmups: int, threads=None) -> dict:
+    kw = {"threads": threads} if threads else {}
+    return streams_snapshot(scenario, tasks=tasks, clients=clients, subtopologies=subtopologies, seed=seed, racks=3,
+                            num_standby_replicas=2, stateful_fraction=stateful,
+                            config={"rebalancing_mode": "warmup", "max_warmup_replicas": warmups,
+                                    "balance_factor": 1, "rack_aware_assignment_tags": ["zone"],
+                                    "rack_aware_assignment_strategy": strategy}, **kw)
+
+
+def test_tag_repair_makes_the_flow_hint_valid():
+    """Two standbys spread over a zone tag (``bench/streams_vs_greedy.py``'s ``lag_skew`` t33-c4): the flow
+    relaxes the tags and its plan breaks the spread; repaired (one of the hints CP-SAT may start from),
+    it keeps the flow's
+    targets and what runs, moves standbys only, and is valid by every rule."""
+    from stickyflow.formulations.streams_cpsat import _relaxed, _tag_repaired, _valid_hint
+
+    snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
+                                                       threads=[1, 2]))
+    m = build_model(snap, SolveOptions())
+    assert m.tag_keys and m.want == 2
+    plan = streams_flow.solve_flow(_relaxed(m))
+    assert _valid_hint(m, plan) is None  # the flow's own plan breaks the spread
+    fixed, moved = _tag_repaired(m, plan)
+    assert moved > 0
+    assert _valid_hint(m, fixed) is not None
+    assert (fixed.target == plan.target).all() and (fixed.active == plan.active).all()
+    assert (fixed.warmup == plan.warmup).all()
+    assert (np.sort(fixed.standby, axis=1) != np.sort(plan.standby, axis=1)).any(axis=1).sum() <= moved
+
+
+@pytest.mark.slow
+def test_two_standby_tags_solve_without_falling_back():
+    """97 tasks x 11 clients, two standbys over a zone tag (``streams_vs_greedy --quick``'s ``uniform``
+    t97-c11, which fell back to the greedy on 2026-11-27: hinted with the flow's tag-breaking plan, CP-SAT
+    found no solution in its 2 s). Hinted with the repaired plan, it answers, valid, and cheaper than the
+    greedy (the deterministic time limit makes the run the same every time)."""
+    snap = stickyflow.parse_snapshot(_two_standby_tags("uniform", 97, 11, 102110, 3, 1.0, "min_traffic", 2))
+    res = stickyflow.assign(snap, "optimal", time_limit=2)
+    check_result(snap, res)
+    assert res.solver.status in ("optimal", "feasible"), res.solver.reason
+    greedy = stickyflow.assign(snap, "sticky")
+    assert res.metrics["cost"] < greedy.metrics["cost"]
+
+
+@pytest.mark.slow
+def test_two_standby_tags_start_from_the_better_balanced_hint():
+    """108 tasks x 9 clients, two standbys over a zone tag, a fresh group (``streams_vs_greedy --quick``'s
+    ``fresh`` t108-c9): the flow's plan breaks the spread, and repaired it leaves replicas unbalanced, where the
+    greedy's answer is balanced in every count. CP-SAT starts from the greedy's then (balance before cost),
+    and its answer stays balanced and is cheaper than the greedy's."""
+    from stickyflow.formulations.streams_common import decision_plan
+    from stickyflow.formulations.streams_cpsat import _relaxed, _start_key, _tag_repaired, _valid_start
+    from stickyflow.registry import get_assignor
+
+    snap = stickyflow.parse_snapshot(_two_standby_tags("fresh", 108, 9, 402327, 1, 0.5, "balance_subtopology", 2))
+    m = build_model(snap, SolveOptions())
+    flow = streams_flow.solve_flow(_relaxed(m))
+    repaired, _ = _tag_repaired(m, flow)
+    greedy = decision_plan(m, get_assignor("sticky", "streams").load()(snap, SolveOptions()))
+    assert _start_key(m, greedy)[0] == 0 < _start_key(m, repaired)[0]
+    start, name = _valid_start(m, flow, SolveOptions())
+    assert name == "greedy" and start is not flow
+    res = stickyflow.assign(snap, "optimal", time_limit=2)
+    check_result(snap, res)
+    assert res.metrics["balanced"] and res.solver.status != "fallback"
+    assert res.metrics["cost"] < stickyflow.assign(snap, "sticky").metrics["cost"]
