@@ -428,6 +428,9 @@ def _valid_start(m: StreamsModel, hint: StreamsPlan, options: SolveOptions) -> t
     starts = []
     repaired, _ = _tag_repaired(m, hint)
     if _valid_hint(m, repaired) is not None:
+        spread, _ = _converged_spread(m, repaired)
+        if spread is not repaired and _valid_hint(m, spread) is not None:
+            repaired = spread
         starts.append((_start_key(m, repaired), 0, "flow, tags repaired", repaired))
     try:
         from stickyflow.registry import get_assignor
@@ -469,11 +472,17 @@ def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]
     its time (four of the six medium two-standby ``tags`` snapshots of
     ``bench/streams_vs_greedy.py --quick`` at 2 s). The greedy assignor's repair
     (:func:`stickyflow.streams_common.repair_tag_spread`: a standby moves to a
-    client of a combination that adds a tag value, the least loaded first)
-    keeps the flow's targets and actives, so the hint stays close to the
-    flow's cost and CP-SAT starts from a valid assignment.
+    client of a combination that adds a tag value, the least loaded first),
+    then its standby balancing (:func:`stickyflow.streams_ha.balance_standbys`,
+    between clients of the same tag values, so the spread stays) keep the
+    flow's targets, actives and warm-ups: the hint stays close to the flow's
+    cost and is valid by every rule of the check. (CP-SAT also spreads the
+    converged replicas of a task that moves; repairing those first as well
+    was tried, 2026-11-27, and gave worse starts: the repair then often broke
+    this round's spread, and the greedy's answer was taken instead.)
     """
     from stickyflow.streams_common import HAState, repair_tag_spread
+    from stickyflow.streams_ha import balance_standbys
 
     st = HAState(m.snap)
     for t, c in enumerate(plan.active.tolist()):
@@ -486,11 +495,96 @@ def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]
             if c >= 0:
                 st.add_standby(t, c)
     moved = repair_tag_spread(st, m.tag_keys)
+    moved += balance_standbys(st, m.client_combo.tolist())  # between clients of the same tag values only
     standby = np.full_like(plan.standby, -1)
     for t, cs in enumerate(st.standby):
         standby[t, :len(cs)] = cs
     return StreamsPlan(target=plan.target, active=plan.active, warmup=plan.warmup, standby=standby,
                        method=plan.method, status="feasible", bound=plan.bound, extra=dict(plan.extra)), moved
+
+
+def _converged_spread(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]:
+    """``plan`` with the converged replicas of each moving task spread as CP-SAT's model asks, and how many
+    tasks changed.
+
+    The check reads this round's assignment only; the model also spreads the
+    converged one (the target and the converged standbys) of a task that
+    moves, so a plan valid by the check can be no solution of the model, and
+    CP-SAT cannot start from it. For each moving task whose converged replicas
+    cover fewer tag values than its target's combination allows: one standby
+    at a time is tried on each other client (the holder first, as a covering
+    standby, where no warm-up waits on the target; then the least loaded)
+    until both spreads hold (this round's as the model counts it, warm-up
+    allowance included); failing that, a warm-up gives way to a covering
+    standby on the holder (its standby catches up on the target in the
+    warm-up's place: with the holder and the target of different values, and
+    two standbys, only that spreads both). ``plan`` itself when nothing changed.
+    """
+    best, best2 = _best_spread(m)
+    cc = m.client_combo
+    vals = m.combos[cc]
+    K = vals.shape[1]
+    tg, act = plan.target, plan.active
+    warm = plan.warmup.copy()
+    moving = movements(m, tg) & m.stateful
+    conv = converged_standbys(m, tg, plan.standby)
+    load = np.bincount(act, minlength=m.C) + np.bincount(plan.standby[plan.standby >= 0], minlength=m.C)
+    load += np.bincount(warm[warm >= 0], minlength=m.C)
+    by_load = np.argsort(load, kind="stable").tolist()
+
+    def distinct(clients: list[int]) -> int:
+        v = vals[clients]
+        return sum(len(set(v[:, k].tolist()) - {-1}) for k in range(K))
+
+    def spread(t: int, cv: list[int], w: int) -> bool:
+        if distinct([int(tg[t])] + cv) < best[cc[tg[t]]]:
+            return False
+        h = int(m.holder[t])
+        reps = [int(act[t])] + cv + ([int(tg[t])] if h in cv else [])
+        need = int(best[cc[act[t]]])
+        if w >= 0:
+            need -= int(best[cc[h]] - best2[cc[h], cc[w]])
+        return distinct(reps) >= need
+
+    def first(t: int, cv: list[int], w: int, candidates: list[int], keep: set[int]) -> list[int] | None:
+        """``cv`` with one standby not in ``keep`` on the first candidate that spreads both, or None."""
+        taken = {int(tg[t]), w} | set(cv)
+        for pos in range(len(cv)):
+            if cv[pos] in keep:
+                continue
+            for c in candidates:
+                if c not in taken and spread(t, cv[:pos] + [c] + cv[pos + 1:], w):
+                    return cv[:pos] + [c] + cv[pos + 1:]
+        return None
+
+    changed = 0
+    new = conv.copy()
+    for t in np.flatnonzero(moving).tolist():
+        cv = [c for c in conv[t].tolist() if c >= 0]
+        w, h = int(warm[t]), int(m.holder[t])
+        if spread(t, cv, w) or h < 0:
+            continue
+        # the covering standby (on the holder) stays: it is what the move waits on
+        trial = first(t, cv, w, ([h] if w < 0 else []) + [c for c in by_load if c != h], {h})
+        if trial is None and w >= 0 and h not in cv and m.want >= 2:
+            # the warm-up gives way to a covering standby on the holder, beside one standby kept or placed anew
+            for keep in cv:
+                base = [h, keep] + [c for c in cv if c != keep][:m.want - 2]
+                if len(base) == len(cv) and spread(t, base, -1):
+                    trial = base
+                    break
+            if trial is None:
+                trial = first(t, [h] + cv[1:], -1, by_load, {h})
+            if trial is not None:
+                warm[t] = -1
+        if trial is None:
+            continue
+        new[t, :len(trial)] = trial
+        changed += 1
+    if not changed:
+        return plan, 0
+    return StreamsPlan(target=tg, active=act, warmup=warm, standby=round_standbys(m, tg, new), method=plan.method,
+                       status="feasible", bound=plan.bound, extra=dict(plan.extra)), changed
 
 
 # --------------------------------------------------------------------------- data

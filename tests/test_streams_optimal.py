@@ -669,9 +669,10 @@ def test_two_standby_tags_solve_without_falling_back():
 @pytest.mark.slow
 def test_two_standby_tags_start_from_the_better_balanced_hint():
     """108 tasks x 9 clients, two standbys over a zone tag, a fresh group (``streams_vs_greedy --quick``'s
-    ``fresh`` t108-c9): the flow's plan breaks the spread, and repaired it leaves replicas unbalanced, where the
-    greedy's answer is balanced in every count. CP-SAT starts from the greedy's then (balance before cost),
-    and its answer stays balanced and is cheaper than the greedy's."""
+    ``fresh`` t108-c9): the flow's plan breaks the spread. Of the two valid starts, CP-SAT takes the one less
+    far from **Balanced**, then cheaper: here the repaired flow plan, balanced in every count (its standbys
+    moved for the tags, then evened out) and cheaper than the greedy's answer. Its answer stays balanced and
+    is cheaper than the greedy's."""
     from stickyflow.formulations.streams_common import decision_plan
     from stickyflow.formulations.streams_cpsat import _relaxed, _start_key, _tag_repaired, _valid_start
     from stickyflow.registry import get_assignor
@@ -680,11 +681,69 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
     m = build_model(snap, SolveOptions())
     flow = streams_flow.solve_flow(_relaxed(m))
     repaired, _ = _tag_repaired(m, flow)
-    greedy = decision_plan(m, get_assignor("sticky", "streams").load()(snap, SolveOptions()))
-    assert _start_key(m, greedy)[0] == 0 < _start_key(m, repaired)[0]
+    answer = get_assignor("sticky", "streams").load()(snap, SolveOptions())
+    greedy = decision_plan(m, answer, answer.method)
+    keys = {"flow, tags repaired": _start_key(m, repaired), "greedy": _start_key(m, greedy)}
+    assert keys["flow, tags repaired"][0] == keys["greedy"][0] == 0, keys
     start, name = _valid_start(m, flow, SolveOptions())
-    assert name == "greedy" and start is not flow
+    assert name == min(keys, key=keys.get) == "flow, tags repaired"
     res = stickyflow.assign(snap, "optimal", time_limit=2)
     check_result(snap, res)
     assert res.metrics["balanced"] and res.solver.status != "fallback"
     assert res.metrics["cost"] < stickyflow.assign(snap, "sticky").metrics["cost"]
+
+
+def test_two_standby_tags_start_from_the_greedy_when_the_repair_fails(monkeypatch):
+    """The same ``lag_skew`` t33-c4 snapshot, with the tag repair made to fail (it returns the flow's plan as
+    it was): the greedy's answer, valid by every rule, is the start, and the plan kept if CP-SAT finds nothing."""
+    import stickyflow.formulations.streams_cpsat as sc
+
+    snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
+                                                       threads=[1, 2]))
+    m = build_model(snap, SolveOptions())
+    flow = streams_flow.solve_flow(sc._relaxed(m))
+    monkeypatch.setattr(sc, "_tag_repaired", lambda m, plan: (plan, 0))
+    start, name = sc._valid_start(m, flow, SolveOptions())
+    assert name == "greedy" and sc._valid_hint(m, start) is not None
+    assert start.method == "high_availability"
+
+
+@pytest.mark.parametrize("scenario,tasks,clients,seed,subtopologies,strategy,warmups", [
+    ("mixed", 90, 11, 935110, 2, "min_traffic", 3),
+    ("uniform", 97, 12, 281271, 3, "balance_subtopology", 1),
+    ("rolling_restart", 77, 5, 714339, 3, "balance_subtopology", 2),
+])
+def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario, tasks, clients, seed,
+                                                            subtopologies, strategy, warmups):
+    """Two standbys over a zone tag, tasks that move: the check reads this round only, CP-SAT's model also
+    spreads a moving task's converged replicas, so a start valid by the check alone can be no solution of the
+    model (with the holder and the target in different zones, and a warm-up, no two standbys spread both).
+    The start CP-SAT takes must be one: with every hinted variable fixed to its hint, the model stays
+    feasible (before ``_converged_spread``, these three were infeasible)."""
+    from ortools.sat.python import cp_model
+
+    import stickyflow.formulations.streams_cpsat as sc
+
+    doc = streams_snapshot(scenario, tasks=tasks, clients=clients, subtopologies=subtopologies, seed=seed, racks=3,
+                           num_standby_replicas=2, stateful_fraction=0.5,
+                           config={"rebalancing_mode": "warmup", "max_warmup_replicas": warmups, "balance_factor": 1,
+                                   "rack_aware_assignment_tags": ["zone"],
+                                   "rack_aware_assignment_strategy": strategy})
+    snap = stickyflow.parse_snapshot(doc)
+    m = build_model(snap, SolveOptions())
+    start, name = sc._valid_start(m, streams_flow.solve_flow(sc._relaxed(m)), SolveOptions())
+    assert name == "flow, tags repaired" and sc._valid_hint(m, start) is not None
+    assert movements(m, start.target).any()
+    statuses = []
+    solve = cp_model.CpSolver.solve
+
+    def fixed_to_hint(self, model, *args, **kwargs):
+        self.parameters.fix_variables_to_their_hinted_value = True
+        status = solve(self, model, *args, **kwargs)
+        statuses.append(self.status_name(status))
+        return status
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", fixed_to_hint)
+    plan = sc.solve_cpsat(m, SolveOptions(time_limit=2), hint=start)
+    assert statuses[0] in ("OPTIMAL", "FEASIBLE"), statuses
+    assert sc._valid_hint(m, plan) is not None
