@@ -353,8 +353,8 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         kept = _valid_hint(m, hint)
         if kept is not None:
-            start = extra.get("hint", "flow")
-            kept.extra = {**kept.extra, **extra, "note": f"CP-SAT found no solution in time; its start ({start}) is kept"}
+            note = f"CP-SAT found no solution in time; its start ({extra.get('hint', 'flow')}) is kept"
+            kept.extra = {**kept.extra, **extra, "note": note}
             return kept
         raise TimeLimitError(f"CP-SAT found no solution within the time limit of {limit:g} s")
     status = cp_model.OPTIMAL if proven else cp_model.FEASIBLE
@@ -448,7 +448,7 @@ def _valid_start(m: StreamsModel, hint: StreamsPlan, options: SolveOptions) -> t
 
 
 def _start_key(m: StreamsModel, plan: StreamsPlan) -> tuple[int, int]:
-    """How good a start ``plan`` is, as CP-SAT's stages rank it: the converged assignment's excess over
+    """How good a start ``plan`` is, about as CP-SAT's stages rank it: the converged assignment's excess over
     **Balanced** in active tasks, stateful actives, replicas and (under ``balance_subtopology``) each
     subtopology, summed; then its cost."""
     tg = plan.target
