@@ -633,9 +633,8 @@ def _two_standby_tags(scenario: str, tasks: int, clients: int, seed: int, subtop
 
 def test_tag_repair_makes_the_flow_hint_valid():
     """Two standbys spread over a zone tag (``bench/streams_vs_greedy.py``'s ``lag_skew`` t33-c4): the flow
-    relaxes the tags and its plan breaks the spread; repaired (one of the hints CP-SAT may start from),
-    it keeps the flow's
-    targets and what runs, moves standbys only, and is valid by every rule."""
+    relaxes the tags and its plan breaks the spread; repaired (one of the hints CP-SAT may start from), it
+    keeps the flow's targets and what runs, moves standbys only, and is valid by every rule."""
     from stickyflow.formulations.streams_cpsat import _relaxed, _tag_repaired, _valid_hint
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
@@ -695,7 +694,7 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
 
 def test_two_standby_tags_start_from_the_greedy_when_the_repair_fails(monkeypatch):
     """The same ``lag_skew`` t33-c4 snapshot, with the tag repair made to fail (it returns the flow's plan as
-    it was): the greedy's answer, valid by every rule, is the start, and the plan kept if CP-SAT finds nothing."""
+    it was): the greedy's answer, valid by every rule, is the start, under the greedy's method name."""
     import stickyflow.formulations.streams_cpsat as sc
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
