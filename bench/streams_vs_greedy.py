@@ -106,15 +106,21 @@ def cases(reps: int, seed: int, sizes: tuple[str, ...] = tuple(SIZES)) -> list[d
 # --------------------------------------------------------------------------- one snapshot, both assignors
 
 def subtopology_excess(snapshot: Any, result: Any) -> int | None:
-    """Tasks beyond balance_subtopology's spread: None unless that strategy is set.
+    """Tasks beyond **Balanced** per subtopology (count (4) of the spec): None unless balance_subtopology is set.
 
-    Client ``c`` should run between the floor and the ceiling of ``n_g x threads_c /
-    sum(threads)`` tasks of subtopology ``g``; the excess sums every shortfall and overflow.
-    The greedy treats this as a preference, the optimal assignor as a rule, so a
+    For each subtopology, its active tasks per client against the spec's rule (with
+    ``m`` the least count per thread, at most ``threads x m + balance_factor`` on each
+    client), the overflow summed over clients and subtopologies (``balance_excess``).
+    The greedy treats this spread as a preference, the optimal assignor as a rule, so a
     greedy that is cheaper or converges sooner by breaking it is not at equal balance.
+    (Until 2026-11-27 this measured each client against the floor and the ceiling of its
+    thread share instead, which with unequal threads let a greedy that breaks the rule
+    read as balanced.)
     """
     if snapshot.config.rack_aware_assignment_strategy != "balance_subtopology" or not snapshot.clients:
         return None
+    from stickyflow.streams_check import balance_excess
+
     idx = snapshot.index
     subs, g_of_t = np.unique([t.subtopology for t in snapshot.tasks], return_inverse=True)
     pos = {tid: i for i, tid in enumerate(idx.task_ids)}
@@ -123,10 +129,8 @@ def subtopology_excess(snapshot: Any, result: Any) -> int | None:
         tasks = [pos[t] for t in result.assignment[pid].active]
         np.add.at(have[ci], g_of_t[tasks], 1)
     threads = np.asarray(idx.threads, dtype=np.int64)
-    share = np.bincount(g_of_t, minlength=len(subs))[None, :] * threads[:, None]
-    total = int(threads.sum())
-    lo, hi = share // total, -(-share // total)
-    return int((np.maximum(0, have - hi) + np.maximum(0, lo - have)).sum())
+    bf = snapshot.config.balance_factor
+    return int(sum(balance_excess(have[:, g], threads, bf) for g in range(len(subs))))
 
 
 class _Converged(Exception):
