@@ -39,3 +39,13 @@ def example_paths() -> list[Path]:
     seen = {p.name: p for p in EXAMPLES}
     seen.update({p.name: p for p in SHARED_EXAMPLES})
     return sorted(seen.values(), key=lambda p: p.name)
+
+
+def bench_module(name: str):
+    """``bench/<name>.py`` loaded as a module (the benchmarks are scripts, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

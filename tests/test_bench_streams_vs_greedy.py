@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import types
-from pathlib import Path
 
 import stickyflow
-
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import bench_module
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("streams_vs_greedy", ROOT / "bench" / "streams_vs_greedy.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("streams_vs_greedy")
 
 
 def _answer(active: dict[str, list[str]]):

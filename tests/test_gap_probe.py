@@ -7,20 +7,14 @@ the plan). Either failing would mean a wrong bound, a wrong neighbourhood model 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import bench_module
 
 
 def _probe_module():
-    spec = importlib.util.spec_from_file_location("streams_gap_probe", ROOT / "bench" / "streams_gap_probe.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("streams_gap_probe")
 
 
 @pytest.mark.parametrize("scenario,variant", [("steady", "stateful"), ("scale_out", "plain"),
