@@ -257,12 +257,11 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     cost_terms = [int(c_) * x[i] for i, c_ in enumerate(xcost.tolist()) if c_]
     scost = m.standby_cost(d.s_t, d.s_c) if ns else np.zeros(0, dtype=np.int64)
     cost_terms += [int(c_) * s[j] for j, c_ in enumerate(scost.tolist()) if c_]
-    for i, (zv, _) in z.items():  # a covering standby's own move, on the way (StreamsModel.cover_cost)
-        t, c = int(d.x_t[i]), int(d.x_c[i])
-        if not np.isin(c * m.T + t, m.held_keys):
-            cc = int(m.cover_cost(np.array([t]))[0])
-            if cc:
-                cost_terms.append(cc * zv)
+    if z:  # a covering standby's own move, on the way (StreamsModel.cover_cost), where the target never held it
+        zi = np.fromiter(z.keys(), dtype=np.int64, count=len(z))
+        zt, zc = d.x_t[zi], d.x_c[zi]
+        zcost = np.where(np.isin(zc * m.T + zt, m.held_keys), 0, m.cover_cost(zt))  # one pass, not one per pair
+        cost_terms += [int(cc) * zv for (zv, _), cc in zip(z.values(), zcost.tolist()) if cc]
     wrep = m.replica_cost(d.x_t[mv_pairs], d.x_c[mv_pairs]) if len(mv_pairs) else np.zeros(0, dtype=np.int64)
     low_terms = [int(r) * w[int(i)] for i, r in zip(mv_pairs.tolist(), wrep.tolist()) if r]
     low_terms += [int(d.s_tie[j]) * s[j] for j in range(ns) if d.s_tie[j]]
