@@ -30,11 +30,12 @@ from stickyflow.errors import StickyflowError
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 from stickyflow.streams import ClientAssignment, StreamsSnapshot, task_key
-from stickyflow.streams_check import RACK_KEY, balance_excess, eligible_pairs, rack_tables, tag_combinations
+from stickyflow.streams_check import (RACK_KEY, assignment_arrays, balance_excess, eligible_pairs, rack_tables,
+                                      tag_combinations)
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",
-           "converged_standbys", "decision_plan", "DEFAULT_STANDBY_SLACK"]
+           "converged_standbys", "count_excess", "decision_plan", "DEFAULT_STANDBY_SLACK"]
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
 MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones nearest the mean
@@ -506,6 +507,22 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
                     followup_rebalance_deadline_ms=followup, extra=extra)
 
 
+def count_excess(m: StreamsModel, plan: StreamsPlan) -> dict[str, int]:
+    """How far each count of the converged assignment (targets as actives, converged standbys) is from
+    **Balanced** (:func:`balance_excess`): active tasks, stateful actives, replicas, and under
+    ``balance_subtopology`` the subtopologies' summed."""
+    C, bf, th = m.C, m.bf, m.threads
+    tg = plan.target
+    act = np.bincount(tg, minlength=C)
+    sc = converged_standbys(m, tg, plan.standby).reshape(-1)
+    out = {"active": balance_excess(act, th, bf),
+           "stateful": balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf),
+           "replicas": balance_excess(act + np.bincount(sc[sc >= 0], minlength=C), th, bf)}
+    if m.sub_balance:
+        out["subtopology"] = sum(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) for g in range(m.G))
+    return out
+
+
 def decision_plan(model: StreamsModel, decision: Decision, method: str = "greedy") -> StreamsPlan:
     """The plan of another assignor's decision (roughly the inverse of :func:`plan_decision`), e.g. a hint.
 
@@ -514,25 +531,15 @@ def decision_plan(model: StreamsModel, decision: Decision, method: str = "greedy
     Run it through :func:`plan_decision` and the check before relying on it.
     """
     m = model
-    idx = m.snap.index
-    where = {t: i for i, t in enumerate(idx.task_ids)}
-    active = np.full(m.T, -1, dtype=np.int64)
+    arr = assignment_arrays(m.snap, decision.assignment)
     warmup = np.full(m.T, -1, dtype=np.int64)
+    warmup[arr.warmup_task] = arr.warmup_client
     standby = np.full((m.T, m.want), -1, dtype=np.int64)
-    held = np.zeros(m.T, dtype=np.int64)
-    for c, pid in enumerate(idx.client_ids):
-        roles = decision.assignment.get(pid)
-        if roles is None:
-            continue
-        for t in roles.active:
-            active[where[t]] = c
-        for t in roles.warmup:
-            warmup[where[t]] = c
-        for t in roles.standby:
-            i = where[t]
-            if held[i] < m.want:
-                standby[i, held[i]] = c
-                held[i] += 1
-    target = np.where(warmup >= 0, warmup, active)
-    return StreamsPlan(target=target, active=active, warmup=warmup, standby=standby, method=method,
+    order = np.argsort(arr.standby_task, kind="stable")  # each task's standbys in the decision's order
+    st, sc = arr.standby_task[order], arr.standby_client[order]
+    rank = np.arange(len(st)) - np.searchsorted(st, st)  # a standby's place among its task's
+    keep = rank < m.want
+    standby[st[keep], rank[keep]] = sc[keep]
+    target = np.where(warmup >= 0, warmup, arr.active)
+    return StreamsPlan(target=target, active=arr.active.copy(), warmup=warmup, standby=standby, method=method,
                        status="feasible")

@@ -50,7 +50,7 @@ from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFault
                                TimeLimitError)
 from stickyflow.registry import SolveOptions
 
-from .streams_common import (StreamsModel, StreamsPlan, balance_excess, choose_warmups, converged_standbys,
+from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, count_excess,
                              decision_plan, movements, plan_decision, round_standbys, target_cost)
 
 __all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT"]
@@ -448,18 +448,8 @@ def _valid_start(m: StreamsModel, hint: StreamsPlan, options: SolveOptions) -> t
 
 def _start_key(m: StreamsModel, plan: StreamsPlan) -> tuple[int, int]:
     """How good a start ``plan`` is, about as CP-SAT's stages rank it: the converged assignment's excess over
-    **Balanced** in active tasks, stateful actives, replicas and (under ``balance_subtopology``) each
-    subtopology, summed; then its cost."""
-    tg = plan.target
-    stateful = tg[m.stateful]
-    counts = [np.bincount(tg, minlength=m.C), np.bincount(stateful, minlength=m.C)]
-    if m.want:
-        sc = converged_standbys(m, tg, plan.standby).reshape(-1)
-        counts.append(counts[0] + np.bincount(sc[sc >= 0], minlength=m.C))
-    if m.sub_balance:
-        counts += [np.bincount(tg[m.sub == g], minlength=m.C) for g in range(m.G)]
-    excess = sum(balance_excess(c, m.threads, m.bf) for c in counts)
-    return excess, target_cost(m, plan)
+    **Balanced**, summed over the counts (:func:`count_excess`); then its cost."""
+    return sum(count_excess(m, plan).values()), target_cost(m, plan)
 
 
 def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]:

@@ -69,7 +69,7 @@ from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultE
 from stickyflow.streams_check import balance_excess
 
 from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, converged_standbys,
-                             movements, round_standbys, target_cost, balance_boxes)
+                             count_excess, movements, round_standbys, target_cost, balance_boxes)
 
 __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
            "EXPLICIT_STANDBY_ARCS"]
@@ -317,18 +317,7 @@ def _previous_owner(m: StreamsModel) -> np.ndarray:
 
 def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:
     """Which counts of the converged assignment (targets as actives) are Balanced."""
-    C, bf, th = m.C, m.bf, m.threads
-    tg = plan.target
-    act = np.bincount(tg, minlength=C)
-    out = {"active": balance_excess(act, th, bf) == 0,
-           "stateful": balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf) == 0}
-    sc = converged_standbys(m, tg, plan.standby).reshape(-1)
-    rep = act + np.bincount(sc[sc >= 0], minlength=C)
-    out["replicas"] = balance_excess(rep, th, bf) == 0
-    if m.sub_balance:
-        out["subtopology"] = all(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) == 0
-                                 for g in range(m.G))
-    return out
+    return {k: v == 0 for k, v in count_excess(m, plan).items()}
 
 
 def complete_plan(m: StreamsModel, target: np.ndarray) -> StreamsPlan:
