@@ -18,8 +18,8 @@ Spark failing).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from .cli_input import BadInput, Parser, describe, int_at_least, seconds, writable_file
@@ -102,7 +102,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
                                seed=args.seed, num_workers=args.workers)
     out = dumps_result(result, indent=not args.compact)
     if args.output:
-        Path(args.output).write_bytes(out + b"\n")
+        with open(args.output, "wb") as f:
+            f.write(out + b"\n")
     else:
         sys.stdout.buffer.write(out + b"\n")
         sys.stdout.flush()
@@ -115,7 +116,7 @@ def _importable_from_here() -> None:
     The console script's ``sys.path`` starts with its own ``bin`` folder, not the working directory; it goes
     last, so that a file there never shadows an installed package.
     """
-    here = str(Path.cwd())
+    here = os.getcwd()
     if here not in sys.path:
         sys.path.append(here)
 
