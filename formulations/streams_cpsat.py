@@ -57,7 +57,7 @@ from stickyflow.registry import SolveOptions
 from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, count_excess,
                              decision_plan, movements, plan_decision, round_standbys, target_cost)
 
-__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT"]
+__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS"]
 
 FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
 DEFAULT_TIME_LIMIT = 10.0
@@ -65,6 +65,15 @@ DEFAULT_TIME_LIMIT = 10.0
 #: seconds each on this project's machine (2026-11-27), so the guard sits above that, not to cut a search
 #: that a loaded machine only slows, yet bounds what ``time_limit`` may cost in wall time
 WALL_GUARD, WALL_GUARD_S = 3.0, 5.0
+#: tags with two or more standbys, CP-SAT not asked for by name: above this many (task, client) pairs (times
+#: the time limit over 10 s, when that is more), a valid start (the flow's plan with its standbys repaired, or
+#: the greedy's) is the answer and CP-SAT does not run. Measured on 2026-11-27 (two standbys over 3 zones,
+#: min_traffic, four scenarios, seeds 1 and 2, the default 10 s): at 60 x 6 to 150 x 15 (up to 2,250 pairs)
+#: CP-SAT changed its start in all 16 runs (less far from Balanced, or as far and cheaper, in 12; cheaper with
+#: more summed excess in 4); at 200 x 20 and 300 x 30 it returned the start unchanged in 10 of 10 after 16 to
+#: 33 s; at 400 x 40 its presolve used up the first stage's time (nothing found, 5 s); at 1,000 x 100 it
+#: returned the start after 16 to 21 s, and at 10,000 x 1,000 found nothing after 14 s.
+START_ONLY_PAIRS = 3_000
 
 
 def _cp():
@@ -151,10 +160,13 @@ def _balanced(cm, m: StreamsModel, counts: list, excess, name: str) -> None:
 
 
 def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None,
-                hint: StreamsPlan | None = None) -> StreamsPlan:
+                hint: StreamsPlan | None = None, auto: bool = False) -> StreamsPlan:
     """Solve ``model`` with CP-SAT within ``options.time_limit`` (default 10 s); see the module docstring.
 
     ``hint``: a plan of the flow (computed here when not given, with tags and the move cap relaxed).
+    ``auto``: CP-SAT was not asked for by name; then, for tags with two or more standbys above
+    :data:`START_ONLY_PAIRS` (task, client) pairs (more with a time limit above 10 s, in proportion), a valid
+    start is the answer and CP-SAT does not run (see there).
     """
     m = model
     started = time.perf_counter() if started is None else started
@@ -179,6 +191,15 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         # start from a valid one, the better of the flow's plan with its standbys repaired and the greedy's
         hint, extra["hint"] = _valid_start(m, hint, options)
     extra["t_hint"] = round(time.perf_counter() - started, 4)
+    if auto and m.tag_keys and m.want >= 2 and m.max_moves is None \
+            and m.T * m.C > START_ONLY_PAIRS * max(1.0, limit / DEFAULT_TIME_LIMIT):
+        kept = _valid_hint(m, hint)
+        if kept is not None:
+            note = (f"CP-SAT not run: at {m.T * m.C:,} (task, client) pairs it does not improve on a valid start "
+                    f"within {limit:g} s; the start ({extra.get('hint', 'flow')}) is the answer (a longer "
+                    f"time_limit, or method='cpsat', runs CP-SAT)")
+            kept.extra = {**kept.extra, **extra, "note": note}
+            return kept
 
     cp_model = _cp()
     d = _Data(m, hint)

@@ -100,7 +100,7 @@ def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None
     if method == "cpsat" or (method is None and needs_cpsat):
         from .streams_cpsat import solve_cpsat
 
-        return plan_decision(model, solve_cpsat(model, options, started=t0))
+        return plan_decision(model, solve_cpsat(model, options, started=t0, auto=method is None))
     from .streams_flow import solve_flow
 
     plan = solve_flow(model)

@@ -707,6 +707,33 @@ def test_two_standby_tags_start_from_the_greedy_when_the_repair_fails(monkeypatc
     assert start.method == "high_availability"
 
 
+def test_two_standby_tags_above_the_start_only_size_answer_with_the_start(monkeypatch):
+    """80 tasks x 40 clients (3,200 pairs), two standbys over a zone tag: above ``START_ONLY_PAIRS`` CP-SAT,
+    not asked for by name, did not improve on its valid start within the default time in any measured run
+    (200 x 20 to 10,000 x 1,000: the start back after 16 to 24 s, or nothing found), so the start is the
+    answer and CP-SAT does not run. Asked for by name, or given a time limit that lifts the size, it runs."""
+    import stickyflow.formulations.streams_cpsat as sc
+
+    class Ran(Exception):
+        pass
+
+    def cp_sat_runs():
+        raise Ran
+
+    snap = stickyflow.parse_snapshot(_two_standby_tags("steady", 80, 40, 7, 4, 0.5, "min_traffic", 2))
+    assert 80 * 40 > sc.START_ONLY_PAIRS
+    monkeypatch.setattr(sc, "_cp", cp_sat_runs)
+    d = solve_streams(snap, SolveOptions())
+    assert d.extra["note"].startswith("CP-SAT not run") and "cpsat_status" not in d.extra, d.extra
+    res = stickyflow.assign(snap, "optimal")
+    check_result(snap, res)
+    assert res.solver.status == "feasible" and res.solver.method in ("flow", "high_availability"), res.solver
+    with pytest.raises(Ran):
+        solve_streams(snap, SolveOptions(method="cpsat"))
+    with pytest.raises(Ran):
+        solve_streams(snap, SolveOptions(time_limit=10.0 * 80 * 40 / sc.START_ONLY_PAIRS + 1))
+
+
 @pytest.mark.parametrize("scenario,tasks,clients,seed,subtopologies,strategy,warmups", [
     ("mixed", 90, 11, 935110, 2, "min_traffic", 3),
     ("uniform", 97, 12, 281271, 3, "balance_subtopology", 1),
