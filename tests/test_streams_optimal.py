@@ -710,7 +710,7 @@ def test_two_standby_tags_start_from_the_greedy_when_the_repair_fails(monkeypatc
 def test_two_standby_tags_above_the_start_only_size_answer_with_the_start(monkeypatch):
     """80 tasks x 40 clients (3,200 pairs), two standbys over a zone tag: above ``START_ONLY_PAIRS`` CP-SAT,
     not asked for by name, did not improve on its valid start within the default time in any measured run
-    (200 x 20 to 10,000 x 1,000: the start back after 16 to 24 s, or nothing found), so the start is the
+    (200 x 20 to 10,000 x 1,000: the start back after 16 to 33 s, or nothing found), so the start is the
     answer and CP-SAT does not run. Asked for by name, or given a time limit that lifts the size, it runs."""
     import stickyflow.formulations.streams_cpsat as sc
 
