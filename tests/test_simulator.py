@@ -126,10 +126,13 @@ def test_leader_lost_changes_nothing(seed, name):
         assert [strip(r) for r in a.results] == [strip(r) for r in b.results]
         assert [s for s in a.snapshots] == [s for s in b.snapshots]
         # the lost leader opens an episode that ends where the run without it first converges from that round on:
-        # at once when that round needs no follow-up, else when the disturbance before it settles
+        # at once when that round needs no follow-up, else when the disturbance before it settles; unless the
+        # next event comes first and opens an episode of its own, which leaves this one open, as it leaves any
+        # episode cut short (STICKYFLOW_SEED=1887479709: the greedy still warming up when a member leaves)
         ep = next(e for e in a.episodes if e.start_round == lost_round)
         assert ep.cause == "leader lost"
-        settled = next((r.round for r in b.rounds[lost_round:] if r.converged), None)
+        cut = next((e.start_round for e in a.episodes if e.start_round > lost_round), len(b.rounds))
+        settled = next((r.round for r in b.rounds[lost_round:cut] if r.converged), None)
         assert ep.converged_round == settled
         assert ep.rounds_to_converge == (None if settled is None else settled - lost_round + 1)
         if b.rounds[lost_round].converged:
