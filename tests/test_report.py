@@ -189,7 +189,11 @@ def test_simulation_report(tmp_path):
 def test_pareto_sweep_streams(tmp_path, seed):
     from stickyflow.datasets.generators import streams_snapshot
 
-    docs = [streams_snapshot("scale_out", tasks=12, clients=4, racks=3, seed=seed + k) for k in range(2)]
+    # stateless tasks: nothing waits on a warm-up, so what runs is the converged assignment, whose cost the
+    # optimizer minimizes at each ratio; with stateful ones the sweep's moves and cross-rack reads are this
+    # round's, and need not fall and rise with the ratio (STICKYFLOW_SEED=1769065725: 4 moves at ratio 0, 3 at 100)
+    docs = [streams_snapshot("scale_out", tasks=12, clients=4, racks=3, seed=seed + k, stateful_fraction=0.0)
+            for k in range(2)]
     docs += report.pareto_snapshots(2, seed)
     sweep = report.pareto_sweep(docs, ratios=(0, 100), assignors=("optimal", "sticky", "range"), time_limit=10)
     print(sweep.to_string())
