@@ -201,12 +201,18 @@ def test_pareto_sweep_streams(tmp_path, seed):
                                                           ("consumer", "range"), ("streams", "optimal"),
                                                           ("streams", "sticky")}
     opt = sweep[(sweep["kind"] == "streams") & (sweep["assignor"] == "optimal")].sort_values("ratio")
-    assert (opt["snapshots"] == 2).all()
+    assert (opt["snapshots"] == 2).all() and (opt["followups"] == 0).all()
     if (opt["proven"] == opt["snapshots"]).all():
         assert opt["cross_rack"].iloc[1] <= opt["cross_rack"].iloc[0]
         assert opt["moves"].iloc[1] >= opt["moves"].iloc[0]
     png = report.plot_pareto(sweep, tmp_path / "pareto.png")
     assert png[:8] == PNG and (tmp_path / "pareto.png").stat().st_size == len(png)
+    # stateful tasks on new clients wait on warm-ups: the sweep counts those answers, whose totals are this round's
+    stateful = [streams_snapshot("scale_out", tasks=12, clients=4, racks=3, seed=seed + k) for k in range(2)]
+    waits = report.pareto_sweep(stateful, ratios=(0,), assignors=("optimal",), time_limit=10)
+    asked = sum(stickyflow.assign(report.with_cost_ratio(d, 0), "optimal", time_limit=10)
+                .followup_rebalance_deadline_ms is not None for d in stateful)
+    assert waits["followups"].tolist() == [asked]
 
 
 # --------------------------------------------------------------------------- rows without a kind, nothing solved
