@@ -68,8 +68,8 @@ from stickyflow._arrays import nonzero_pairs
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
 from stickyflow.streams_check import balance_excess
 
-from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, converged_standbys,
-                             count_excess, movements, round_standbys, target_cost, balance_boxes)
+from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, count_excess,
+                             movements, round_standbys, target_cost, balance_boxes)
 
 __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
            "EXPLICIT_STANDBY_ARCS"]
