@@ -4,15 +4,10 @@ table without repeated rows."""
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
-from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
+from stickyflow.errors import InvalidSnapshotError, Problem
 
 from .report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
 
