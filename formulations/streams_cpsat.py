@@ -186,14 +186,23 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             hint = solve_flow(_relaxed(m))
         except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
             extra["hint_error"] = str(exc)
-    if hint is not None and m.tag_keys and _valid_hint(m, hint) is None:
-        # the flow relaxed the tags: a hint that breaks them may leave CP-SAT without any solution in time, so
-        # start from a valid one, the better of the flow's plan with its standbys repaired and the greedy's
-        hint, extra["hint"] = _valid_start(m, hint, options)
+    valid = None  # the hint itself once checked (each check is a validation of the whole plan), else None
+    checked = False
+    if hint is not None and m.tag_keys:
+        valid, checked = _valid_hint(m, hint), True
+        if valid is None:
+            # the flow relaxed the tags: a hint that breaks them may leave CP-SAT without any solution in time,
+            # so start from a valid one, the better of the flow's plan with its standbys repaired and the greedy's
+            hint, extra["hint"] = _valid_start(m, hint, options)
+            valid = hint if extra["hint"] != "flow" else None  # _valid_start checked what it returns
+
+    def valid_hint() -> StreamsPlan | None:
+        return valid if checked else _valid_hint(m, hint)
+
     extra["t_hint"] = round(time.perf_counter() - started, 4)
     if auto and m.tag_keys and m.want >= 2 and m.max_moves is None \
             and m.T * m.C > START_ONLY_PAIRS * max(1.0, limit / DEFAULT_TIME_LIMIT):
-        kept = _valid_hint(m, hint)
+        kept = valid_hint()
         if kept is not None:
             note = (f"CP-SAT not run: at {m.T * m.C:,} (task, client) pairs it does not improve on a valid start "
                     f"within {limit:g} s; the start ({extra.get('hint', 'flow')}) is the answer (a longer "
@@ -433,7 +442,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     if status == cp_model.MODEL_INVALID:
         raise SolverFaultError(f"CP-SAT: invalid model ({cm.validate()})")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        kept = _valid_hint(m, hint)
+        kept = valid_hint()
         if kept is not None:
             note = f"CP-SAT found no solution in time; its start ({extra.get('hint', 'flow')}) is kept"
             kept.extra = {**kept.extra, **extra, "note": note}
