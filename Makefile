@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-quick setup bench clean
+.PHONY: demo test test-quick setup bytecode bench clean
 
 setup: $(STAMP)
 
@@ -17,20 +17,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[all]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# byte-compiles the package's sources, which the editable install runs in place: where PYTHONDONTWRITEBYTECODE
+# is set (as in many container images, and on this project's machine) Python caches no bytecode on import and
+# would compile every module again in every process (a command-line solve: 0.38 s instead of 0.29 s here);
+# compileall writes it anyway, and again only for what changed
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q solver formulations adapters datasets > /dev/null
+
+demo: bytecode
 	$(VENV)/bin/stickyflow solve examples/consumer-kip54-join.json
 
 # the whole suite with the slow tests (Kafka's 1,000,000-partition tests, the Spark standalone cluster, the
 # live broker, the study's repeat run): 4,460 tests in about 11 minutes on the 2-core machine (2026-11-27)
-test: $(STAMP)
+test: bytecode
 	$(PY) -m pytest -n 2 --dist loadgroup -q --runslow
 
 # for quick local iterations: everything but the tests marked slow
-test-quick: $(STAMP)
+test-quick: bytecode
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
-bench: $(STAMP)
+bench: bytecode
 	$(VENV)/bin/stickyflow bench --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	find solver formulations adapters datasets tests -name __pycache__ -prune -exec rm -rf {} +
