@@ -45,6 +45,7 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -123,11 +124,13 @@ def subtopology_excess(snapshot: Any, result: Any) -> int | None:
 
     idx = snapshot.index
     subs, g_of_t = np.unique([t.subtopology for t in snapshot.tasks], return_inverse=True)
-    pos = {tid: i for i, tid in enumerate(idx.task_ids)}
-    have = np.zeros((len(idx.client_ids), len(subs)), dtype=np.int64)
-    for ci, pid in enumerate(idx.client_ids):
-        tasks = [pos[t] for t in result.assignment[pid].active]
-        np.add.at(have[ci], g_of_t[tasks], 1)
+    C, G = len(idx.client_ids), len(subs)
+    active = [result.assignment[pid].active for pid in idx.client_ids]
+    lens = np.fromiter(map(len, active), dtype=np.int64, count=C)
+    tasks = np.fromiter(map(idx.task_pos.__getitem__, chain.from_iterable(active)), dtype=np.int64,
+                        count=int(lens.sum()))
+    clients = np.repeat(np.arange(C, dtype=np.int64), lens)
+    have = np.bincount(clients * G + g_of_t[tasks], minlength=C * G).reshape(C, G)
     threads = np.asarray(idx.threads, dtype=np.int64)
     bf = snapshot.config.balance_factor
     return int(sum(balance_excess(have[:, g], threads, bf) for g in range(len(subs))))
