@@ -210,13 +210,21 @@ def _class_reads(d: _Data) -> np.ndarray:
     topic, glen = d.snap._group_topics()  # each distinct subscription's topics (snapshot positions)
     group_class = np.full(len(glen), -1, dtype=np.int64)
     group_class[group] = d.member_class  # the members of one subscription share its class
-    column = np.full(len(d.snap.topics), -1, dtype=np.int64)  # snapshot position -> position in d.topics
-    pos = {t: j for j, t in enumerate(d.snap.topics)}
-    column[np.fromiter(map(pos.__getitem__, d.topics), dtype=np.int64, count=len(d.topics))] = np.arange(len(d.topics))
-    cls, col = np.repeat(group_class, glen), column[topic]
-    ok = (cls >= 0) & (col >= 0)
     class_reads = np.zeros((d.n_classes, len(d.topics)), dtype=bool)
-    class_reads[cls[ok], col[ok]] = True
+    matrix = d.snap._memo.get("matrix")  # the subscription x topic matrix, where the classes were found by it
+    if matrix is not None:
+        # a class is a set of existing topics, so the rows of the subscriptions of one class are equal: one
+        # row copy per subscription (the assignable topics are the columns that anyone reads)
+        rows = np.flatnonzero(group_class >= 0)
+        class_reads[group_class[rows]] = matrix[rows] if d.every_topic else matrix[np.ix_(rows, d.read)]
+    else:
+        column = np.full(len(d.snap.topics), -1, dtype=np.int64)  # snapshot position -> position in d.topics
+        pos = {t: j for j, t in enumerate(d.snap.topics)}
+        column[np.fromiter(map(pos.__getitem__, d.topics), dtype=np.int64, count=len(d.topics))] = \
+            np.arange(len(d.topics))
+        cls, col = np.repeat(group_class, glen), column[topic]
+        ok = (cls >= 0) & (col >= 0)
+        class_reads[cls[ok], col[ok]] = True
     class_reads.flags.writeable = False
     d.class_reads = class_reads
     return class_reads

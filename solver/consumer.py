@@ -307,8 +307,10 @@ class ConsumerSnapshot:
         reads = self._memo.get("matrix")
         if reads is None:
             topic, glen = self._group_topics()
-            reads = np.zeros((len(glen), len(self.topics)), dtype=bool)
-            reads[np.repeat(np.arange(len(glen)), glen), topic] = True
+            G, T = len(glen), len(self.topics)
+            reads = np.zeros(G * T, dtype=bool)  # one flat index per pair: a 2-D one costs twice as much
+            reads[np.repeat(np.arange(G, dtype=np.int64) * T, glen) + topic] = True
+            reads = reads.reshape(G, T)
             reads.flags.writeable = False
             self._memo["matrix"] = reads
         return reads

@@ -263,3 +263,34 @@ def test_water_level_deal_answers_wherever_the_level_is_reachable(seed):
         else:
             assert level is None
     assert reachable >= 1000, reachable
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_class_reads_from_the_subscription_matrix_equal_the_pairs(seed):
+    """The class x topic matrix is copied from the subscription matrix's rows where that was built (one row per
+    subscription; unread topics' columns dropped) and else set pair by pair: both give the same matrix, with
+    topics nobody reads, subscriptions naming deleted topics only, and members sharing a class."""
+    rng = random.Random(seed)
+    doc = random_consumer_doc(rng, equal_subscriptions=False, max_topics=6, max_members=8)
+    for m in doc["members"]:  # some read a topic that does not exist, some nothing that exists
+        if rng.random() < 0.2:
+            m["subscription"] = m["subscription"] + ["gone"]
+        if rng.random() < 0.1:
+            m["subscription"] = ["gone"]
+    if rng.random() < 0.5:
+        doc["topics"]["unread"] = {"partitions": 2}
+    snap = stickyflow.parse_snapshot(doc)
+    d = consumer_flow._prepare(snap)
+    if not d.topics:
+        return
+    snap.subscription_matrix()  # as _subscription_classes builds it for the solve (with two subscriptions or more)
+    from_matrix = consumer_flow._class_reads(d).copy()
+    saved = snap._memo.pop("matrix")
+    d.class_reads = None
+    try:
+        by_pairs = consumer_flow._class_reads(d)
+    finally:
+        snap._memo["matrix"] = saved
+    assert from_matrix.shape == (d.n_classes, len(d.topics))
+    assert (from_matrix == by_pairs).all()
+    assert from_matrix.any(axis=1).all()  # every class reads some assignable topic
