@@ -410,10 +410,9 @@ def _warm_start(d: _Data, graph: tuple):
     :func:`_phase2` returns.
     """
     M, T = len(d.snap.members), len(d.topics)
-    _, tail, head, _ = graph
+    sizes = graph[0]  # partitions per topic
     ok = d.member_class >= 0
-    reads = np.zeros((d.n_classes, T), dtype=bool)
-    reads[head, tail] = True
+    reads = _class_reads(d) & (sizes > 0)[None, :]  # the graph's arcs as a matrix (see _class_graph)
     sub = np.zeros((M, T), dtype=bool)
     sub[ok] = reads[d.member_class[ok]]
     P, offsets, owner = _flat_owners(d)
