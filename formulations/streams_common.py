@@ -35,10 +35,24 @@ from stickyflow.streams_check import (RACK_KEY, assignment_arrays, balance_exces
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",
-           "converged_standbys", "count_excess", "decision_plan", "DEFAULT_STANDBY_SLACK"]
+           "converged_standbys", "count_excess", "decision_plan", "in_sorted", "DEFAULT_STANDBY_SLACK"]
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
 MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones nearest the mean
+
+
+def in_sorted(values, keys: np.ndarray) -> np.ndarray:
+    """``np.isin(values, keys)`` for ``keys`` sorted and unique (as ``np.unique`` returns them: the model's
+    ``prev_keys``, ``held_keys`` and ``cu_keys``), by a binary search per value: nothing is built from ``keys``
+    on each call, which ``np.isin`` does (a hash table of 20,000 keys for a pool of a few tasks).
+
+    >>> in_sorted(np.array([[3, 4], [9, 0]]), np.array([0, 3, 8])).tolist()
+    [[True, False], [False, True]]
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if not len(keys):
+        return np.zeros(values.shape, dtype=bool)
+    return keys[np.minimum(np.searchsorted(keys, values), len(keys) - 1)] == values
 
 
 # --------------------------------------------------------------------------- balance
@@ -145,14 +159,14 @@ class StreamsModel:
     had: np.ndarray
     prev_c: np.ndarray
     prev_t: np.ndarray
-    prev_keys: np.ndarray           # sorted c * T + t of previous active pairs
+    prev_keys: np.ndarray           # sorted c * T + t of previous active pairs (unique: in_sorted reads them)
     held_c: np.ndarray              # previous active or standby pairs
     held_t: np.ndarray
-    held_keys: np.ndarray
+    held_keys: np.ndarray           # ... their sorted keys c * T + t (unique)
     constrained: np.ndarray
     cu_c: np.ndarray
     cu_t: np.ndarray
-    cu_keys: np.ndarray
+    cu_keys: np.ndarray             # sorted keys c * T + t of the eligible pairs (unique)
     holder: np.ndarray
     hold_cost: np.ndarray
     bf: int
@@ -177,7 +191,7 @@ class StreamsModel:
     def active_cost(self, t, c) -> np.ndarray:
         t = np.asarray(t, dtype=np.int64)
         c = np.asarray(c, dtype=np.int64)
-        kept = np.isin(c * self.T + t, self.prev_keys)
+        kept = in_sorted(c * self.T + t, self.prev_keys)
         return self.act_cell[t, self.cell[c]] + np.where(kept, 0, self.move_cost[t])
 
     def replica_cost(self, t, c) -> np.ndarray:
@@ -189,7 +203,7 @@ class StreamsModel:
         """A standby's cost: its traffic, plus ``noc`` when ``c`` held ``t`` in no role before (a standby move)."""
         t = np.asarray(t, dtype=np.int64)
         c = np.asarray(c, dtype=np.int64)
-        held = np.isin(c * self.T + t, self.held_keys)
+        held = in_sorted(c * self.T + t, self.held_keys)
         return self.rep_cell[t, self.cell[c]] + np.where(held, 0, self.noc[t])
 
     def cover_cost(self, t) -> np.ndarray:
@@ -403,7 +417,7 @@ def cover_cost(m: StreamsModel, target: np.ndarray, standby: np.ndarray) -> int:
     cov = np.flatnonzero(moving & (standby == target[:, None]).any(axis=1))
     if not len(cov):
         return 0
-    fresh = ~np.isin(target[cov] * m.T + cov, m.held_keys)
+    fresh = ~in_sorted(target[cov] * m.T + cov, m.held_keys)
     return int(m.cover_cost(cov[fresh]).sum())
 
 
@@ -413,7 +427,7 @@ def movements(model: StreamsModel, target: np.ndarray) -> np.ndarray:
     if not m.T:
         return np.zeros(0, dtype=bool)
     keys = target * m.T + np.arange(m.T)
-    return m.constrained & ~np.isin(keys, m.cu_keys)
+    return m.constrained & ~in_sorted(keys, m.cu_keys)
 
 
 def choose_warmups(model: StreamsModel, target: np.ndarray, moving: np.ndarray, active: np.ndarray) -> np.ndarray:

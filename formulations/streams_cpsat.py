@@ -55,7 +55,7 @@ from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFault
 from stickyflow.registry import SolveOptions
 
 from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, count_excess,
-                             decision_plan, movements, plan_decision, round_standbys, target_cost)
+                             decision_plan, in_sorted, movements, plan_decision, round_standbys, target_cost)
 
 __all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS"]
 
@@ -352,7 +352,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     if z:  # a covering standby's own move, on the way (StreamsModel.cover_cost), where the target never held it
         zi = np.fromiter(z.keys(), dtype=np.int64, count=len(z))
         zt, zc = d.x_t[zi], d.x_c[zi]
-        zcost = np.where(np.isin(zc * m.T + zt, m.held_keys), 0, m.cover_cost(zt))  # one pass, not one per pair
+        zcost = np.where(in_sorted(zc * m.T + zt, m.held_keys), 0, m.cover_cost(zt))  # one pass, not one per pair
         cost_terms += [int(cc) * zv for (zv, _), cc in zip(z.values(), zcost.tolist()) if cc]
     wrep = m.replica_cost(d.x_t[mv_pairs], d.x_c[mv_pairs]) if len(mv_pairs) else np.zeros(0, dtype=np.int64)
     low_terms = [int(r) * w[int(i)] for i, r in zip(mv_pairs.tolist(), wrep.tolist()) if r]
@@ -692,7 +692,7 @@ class _Data:
             xc, xt = key // T, key % T
         keys = xc * T + xt
         self.x_t, self.x_c = xt, xc
-        self.x_move = m.constrained[xt] & ~np.isin(keys, m.cu_keys)
+        self.x_move = m.constrained[xt] & ~in_sorted(keys, m.cu_keys)
         S = np.flatnonzero(m.stateful)
         if not m.want or not len(S):
             st = sc = np.zeros(0, dtype=np.int64)

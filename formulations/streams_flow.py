@@ -69,7 +69,7 @@ from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultE
 from stickyflow.streams_check import balance_excess
 
 from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, count_excess,
-                             movements, round_standbys, target_cost, balance_boxes)
+                             in_sorted, movements, round_standbys, target_cost, balance_boxes)
 
 __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
            "EXPLICIT_STANDBY_ARCS"]
@@ -725,9 +725,9 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: "StandbyFloor |
     arcs.add("task_cell", et, base_cell + key_t[et] * ncell + ec, 1, row[et, ec])
     xk = np.unique(np.concatenate([m.held_keys, m.cu_keys]))
     xc, xt = xk // T, xk % T
-    elig = np.isin(xk, m.cu_keys) | ~m.constrained[xt]
+    elig = in_sorted(xk, m.cu_keys) | ~m.constrained[xt]
     xfl = floor.pairs(xt, xc) if use_floor else 0
-    left = m.had[xt] & ~np.isin(xk, m.prev_keys)
+    left = m.had[xt] & ~in_sorted(xk, m.prev_keys)
     xcost = K * (m.active_cost(xt, xc) + xfl) + L * (~elig).astype(np.int64) + left.astype(np.int64)
     xhead = entry(xc, key_t[xt])
     arcs.add("task_client", xt, xhead, 1, xcost)
@@ -780,7 +780,7 @@ def _spread_units(m: StreamsModel, units: np.ndarray, slots: np.ndarray) -> np.n
     if len(units) <= 1:
         return slots
     keys = slots * m.T + units
-    bad = np.isin(keys, m.held_keys)
+    bad = in_sorted(keys, m.held_keys)
     if not bad.any():
         return slots
     slots = slots.copy()
@@ -792,7 +792,7 @@ def _spread_units(m: StreamsModel, units: np.ndarray, slots: np.ndarray) -> np.n
             si, sj = int(slots[i]), int(slots[j])
             if si == sj:
                 continue
-            if not np.isin([sj * m.T + a, si * m.T + b], m.held_keys).any():
+            if not in_sorted([sj * m.T + a, si * m.T + b], m.held_keys).any():
                 slots[i], slots[j] = sj, si
                 break
     return slots
@@ -966,7 +966,7 @@ def _ties(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, mov
 def _cover(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray) -> np.ndarray:
     """A converged standby on a movement's holder covers it: this round it sits on the target, a standby move
     there unless the target held the task (:meth:`StreamsModel.cover_cost`)."""
-    cov = moving[t] & (c == m.holder[t]) & ~np.isin(target[t] * m.T + t, m.held_keys)
+    cov = moving[t] & (c == m.holder[t]) & ~in_sorted(target[t] * m.T + t, m.held_keys)
     out = np.zeros(len(t), dtype=np.int64)
     if cov.any():
         out[cov] = m.cover_cost(t[cov])

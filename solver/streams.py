@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
@@ -87,15 +88,26 @@ def parse_task_id(task_id: str) -> tuple[int, int] | None:
 def task_key(task_id: str) -> tuple[int, int, str]:
     """Sort key of Kafka's ``TaskId`` order: subtopology, then partition, numerically.
 
-    Text that is not a TaskId sorts after every TaskId, by its text.
+    Text that is not a TaskId sorts after every TaskId, by its text. The keys of recent ids are remembered
+    (a regular expression per id was most of sorting every client's tasks of a 10,000-task answer).
 
     >>> sorted(["1_10", "0_2", "1_2"], key=task_key)
     ['0_2', '1_2', '1_10']
     """
+    try:
+        return _remembered_task_key(task_id)
+    except TypeError:  # unhashable: not a TaskId, never remembered
+        return _task_key(task_id)
+
+
+def _task_key(task_id: str) -> tuple[int, int, str]:
     p = parse_task_id(task_id)
     if p is None:
         return (1 << 62, 0, str(task_id))
     return (p[0], p[1], "")
+
+
+_remembered_task_key = lru_cache(maxsize=1 << 16, typed=True)(_task_key)  # ids repeat across an answer's checks and rounds
 
 
 def sort_tasks(ids: Iterable[str]) -> tuple[str, ...]:
