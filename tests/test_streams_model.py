@@ -290,3 +290,20 @@ def test_docstring_examples_run(module):
     mod = importlib.import_module(f"stickyflow.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_in_sorted_is_isin_on_the_models_key_arrays(seed):
+    """The streams formulations test membership in the model's sorted, unique key arrays by a binary search
+    (``in_sorted``); it must say what ``np.isin`` says, for values below, between, on and above the keys,
+    any shape, and no keys at all."""
+    import numpy as np
+
+    from stickyflow.formulations.streams_common import in_sorted
+
+    rng = np.random.default_rng(seed)
+    keys = np.unique(rng.integers(0, 60, size=int(rng.integers(0, 25))))
+    values = rng.integers(-5, 70, size=(int(rng.integers(0, 4)), int(rng.integers(0, 30))))
+    assert (in_sorted(values, keys) == np.isin(values, keys)).all()
+    assert in_sorted(values, keys).shape == values.shape
+    assert (in_sorted(values.ravel().tolist(), keys) == np.isin(values.ravel(), keys)).all()
