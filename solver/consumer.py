@@ -774,8 +774,11 @@ def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, .
             keys = list(dict.fromkeys(tuples))
         except TypeError:  # an unhashable entry: not a list of strings
             return None
-        number = dict(zip(keys, range(len(keys))))
-        group = np.fromiter(map(number.__getitem__, tuples), dtype=np.int64, count=n)
+        if len(keys) == n:  # every subscription differs (mixed groups often): each is its own group, in order
+            group = np.arange(n, dtype=np.int64)
+        else:
+            number = dict(zip(keys, range(len(keys))))
+            group = np.fromiter(map(number.__getitem__, tuples), dtype=np.int64, count=n)
     flat = list(chain.from_iterable(keys))
     code: dict = {}
     try:
