@@ -186,18 +186,17 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             hint = solve_flow(_relaxed(m))
         except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
             extra["hint_error"] = str(exc)
-    valid = None  # the hint itself once checked (each check is a validation of the whole plan), else None
-    checked = False
+    valid = None  # with tags, the hint once checked (each check validates the whole plan), else None
     if hint is not None and m.tag_keys:
-        valid, checked = _valid_hint(m, hint), True
+        valid = _valid_hint(m, hint)
         if valid is None:
             # the flow relaxed the tags: a hint that breaks them may leave CP-SAT without any solution in time,
             # so start from a valid one, the better of the flow's plan with its standbys repaired and the greedy's
             hint, extra["hint"] = _valid_start(m, hint, options)
             valid = hint if extra["hint"] != "flow" else None  # _valid_start checked what it returns
 
-    def valid_hint() -> StreamsPlan | None:
-        return valid if checked else _valid_hint(m, hint)
+    def valid_hint() -> StreamsPlan | None:  # with tags checked above (no hint: None, as _valid_hint says)
+        return valid if m.tag_keys else _valid_hint(m, hint)
 
     extra["t_hint"] = round(time.perf_counter() - started, 4)
     if auto and m.tag_keys and m.want >= 2 and m.max_moves is None \
