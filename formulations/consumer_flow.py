@@ -211,10 +211,10 @@ def _class_reads(d: _Data) -> np.ndarray:
     group_class = np.full(len(glen), -1, dtype=np.int64)
     group_class[group] = d.member_class  # the members of one subscription share its class
     class_reads = np.zeros((d.n_classes, len(d.topics)), dtype=bool)
-    matrix = d.snap._memo.get("matrix")  # the subscription x topic matrix, where the classes were found by it
-    if matrix is not None:
+    if len(glen) * len(d.snap.topics) <= _DENSE_CLASSES:  # the subscription matrix, as the classes read it
         # a class is a set of existing topics, so the rows of the subscriptions of one class are equal: one
         # row copy per subscription (the assignable topics are the columns that anyone reads)
+        matrix = d.snap.subscription_matrix()
         rows = np.flatnonzero(group_class >= 0)
         class_reads[group_class[rows]] = matrix[rows] if d.every_topic else matrix[np.ix_(rows, d.read)]
     else:
