@@ -313,32 +313,81 @@ def test_replica_lagrangian_proves_what_the_floors_cannot():
     check_result(snap, stickyflow.assign(snap, "optimal", method="flow"))
 
 
-def test_finer_replica_prices_prove_what_the_first_prices_cannot():
+def test_finer_replica_prices_find_plans_the_first_prices_miss(monkeypatch):
     """40 tasks x 6 clients, one standby, racks, ``steady`` and ``scale_out`` over twenty seeds: the finer
     replica prices (``replica_subgradient``: quarter units, a step per client up where the relaxation overfills
-    it, down where it does not) never claim more than the plan costs, and prove plans optimal that the floors
-    and the 0/1 prices leave open (today seeds 3, 14, 15, 16, 17 and more). CP-SAT, on the first two of those,
-    finds nothing cheaper."""
-    proven = []
-    for seed in range(20):
-        for scenario in ("steady", "scale_out"):
-            doc = streams_snapshot(scenario, tasks=40, clients=6, seed=seed, racks=3, num_standby_replicas=1,
-                                   subtopologies=3, stateful_fraction=0.5,
-                                   config={"rack_aware_assignment_strategy": "min_traffic",
-                                           "rack_aware_assignment_tags": []})
-            snap = stickyflow.parse_snapshot(doc)
-            fl = solve_streams(snap, SolveOptions(method="flow"))
-            fine = fl.extra.get("subgradient_values") or []
-            assert max(fine, default=0) <= fl.extra["target_cost"], (seed, scenario, fl.extra)
-            coarse = [fl.extra["relaxation_values"][0]] + (fl.extra.get("lagrangian_values") or [])
-            if fine and fl.status == "optimal" and max(coarse) < fl.extra["target_cost"]:
-                assert fl.extra["target_bound"] == fl.extra["target_cost"], fl.extra
-                proven.append((snap, fl))
+    it, down where it does not) never claim more than the plan costs, and their targets are plans that reach
+    the bound where the floors' and the 0/1 prices' targets do not (five of the forty on 2026-11-27, since the
+    0/1 prices, from spread counts, prove the bound themselves). CP-SAT, on the first two of those, finds
+    nothing cheaper."""
+    from stickyflow.formulations import streams_flow
+
+    def solve_all():
+        out = {}
+        for seed in range(20):
+            for scenario in ("steady", "scale_out"):
+                doc = streams_snapshot(scenario, tasks=40, clients=6, seed=seed, racks=3, num_standby_replicas=1,
+                                       subtopologies=3, stateful_fraction=0.5,
+                                       config={"rack_aware_assignment_strategy": "min_traffic",
+                                               "rack_aware_assignment_tags": []})
+                snap = stickyflow.parse_snapshot(doc)
+                out[seed, scenario] = snap, solve_streams(snap, SolveOptions(method="flow"))
+        return out
+
+    fine = solve_all()
+    for key, (_, fl) in fine.items():
+        assert max(fl.extra.get("subgradient_values") or [], default=0) <= fl.extra["target_cost"], (key, fl.extra)
+    monkeypatch.setattr(streams_flow, "replica_subgradient", lambda *args, **kwargs: [])
+    coarse = solve_all()
+    proven = [fine[k] for k in fine if fine[k][1].status == "optimal" and coarse[k][1].status != "optimal"]
     assert len(proven) >= 3
+    assert not [k for k in fine if coarse[k][1].status == "optimal" and fine[k][1].status != "optimal"]
     for snap, fl in proven[:2]:
         cp = solve_streams(snap, SolveOptions(method="cpsat", time_limit=5, num_workers=1))
         assert cp.extra["target_cost"] >= fl.extra["target_bound"], (cp.extra, fl.extra)
         check_result(snap, stickyflow.assign(snap, "optimal", method="flow"))
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["explicit", "pooled"])
+def test_spread_free_standbys_cost_the_same_and_overfill_least(pooled, monkeypatch):
+    """The replica counts that set the 0/1 prices (``_free_standbys``): spreading ties (``spread=True``) keeps
+    every standby where it is cheapest (the placement costs what the heaped one costs) and fills no client
+    beyond the replica hull more than the heaped placement does, in total; with rack pools (forced here)
+    the heaped one is what put a whole pool's standbys on one client at 10,000 x 1,000."""
+    if pooled:
+        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", 0)
+    rng = random.Random(7)
+    strictly = 0
+    for i in range(30):
+        doc = streams_snapshot(rng.choice(["steady", "scale_out", "rolling_restart", "rack_outage"]),
+                               tasks=rng.randint(20, 80), clients=rng.randint(3, 9), seed=rng.randrange(10**6),
+                               racks=3, num_standby_replicas=1, subtopologies=3, stateful_fraction=0.6,
+                               config={"rack_aware_assignment_strategy": "min_traffic",
+                                       "rack_aware_assignment_tags": rng.choice([[], ["zone"]])})
+        m = build_model(stickyflow.parse_snapshot(doc))
+        sol, _, _ = streams_flow.best_target(m)
+        S, hi = streams_flow._replica_caps(m)
+        act = np.bincount(sol.target, minlength=m.C)
+        cls, allowed = streams_flow.allowed_combos(m, sol.target)
+        moving = movements(m, sol.target)
+        placed = {}
+        for spread in (True, False):
+            top = hi if spread else np.full(m.C, m.T * (m.want + 1) + 1, dtype=np.int64)
+            try:
+                ts, cs, _, _ = streams_flow._standby_flow(m, S, sol.target, sol.target, moving, cls, allowed, act,
+                                                          (np.zeros(m.C, dtype=np.int64), top), cost_first=True)
+            except stickyflow.StickyflowError:
+                break  # a pool too small: _free_standbys falls back to the cheapest held clients
+            cost = int((m.standby_cost(ts, cs) + streams_flow._cover(m, ts, cs, sol.target, moving)).sum())
+            over = int(np.maximum(act + np.bincount(cs, minlength=m.C) - hi, 0).sum())
+            placed[spread] = cost, over
+            counts = streams_flow._free_standbys(m, S, sol.target, hi, spread)
+            assert (counts == np.bincount(cs, minlength=m.C)).all()
+        if len(placed) == 2:
+            assert placed[True][0] == placed[False][0], (i, placed)
+            assert placed[True][1] <= placed[False][1], (i, placed)
+            strictly += placed[True][1] < placed[False][1]
+    assert strictly >= 3
 
 
 # --------------------------------------------------------------------------- flow and CP-SAT agree
