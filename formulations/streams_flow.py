@@ -174,7 +174,7 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
     """Lower bounds that price replica balance into the standby floors, and the targets found on the way.
 
     Every assignment balanced in replicas holds at most ``hi_c`` replicas per
-    client (the hull of the replica boxes), so for any ``lam >= 0`` the floor
+    client (:func:`_replica_caps`), so for any ``lam >= 0`` the floor
     search with ``lam_c`` added to every replica on client ``c`` (active and
     standby), less ``sum(lam * hi)``, is a lower bound (a Lagrangian
     relaxation). ``lam`` is 1 on the clients the previous relaxation fills
@@ -187,10 +187,10 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
 
     Spread ties make the bound: at 10,000 tasks x 1,000 clients the heaped
     counts put the standbys of a whole rack pool on one client (three clients
-    with 664 to 894 replicas against a hull of 15), the prices went there, and
+    with 664 to 894 replicas against a cap of 15), the prices went there, and
     each step lowered the bound; spread, the twelve scale cases' bound rose
-    from 75,795 to 75,955 against plans of 76,422 (docs/streams.md). Heaped
-    counts still find other targets, which small instances try as well.
+    from 75,795 to 75,955 against plans of 76,422 (docs/streams.md, "Scale").
+    Heaped counts still find other targets, which small instances try too.
     """
     S, hi = _replica_caps(m)
     lam = np.zeros(m.C, dtype=np.int64)
@@ -278,8 +278,8 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, conside
     each target is handed to ``consider``. Stops after ``steps`` searches,
     when the prices settle, or when ``gap_open(values)`` says the best plan
     so far is proven. The counts are the heaped ones (``spread=False``):
-    on 90 cases of 40 x 6 (ten seeds) the plans cost 1,857 from spread counts
-    and 1,848 from heaped ones, at the same bound (1,834): what these steps
+    on 90 cases of 40 x 6 (ten seeds) the plans cost 1,863 from spread counts
+    and 1,844 from heaped ones, at the same bound (1,834): what these steps
     find today is plans that reach the bound, not a higher bound.
     """
     K = PRICE_UNITS
@@ -321,7 +321,7 @@ def _free_standbys(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.nd
     """Standbys per client when each goes where it is cheapest for ``target``, capacities ignored.
 
     With ``spread``, among the cheapest placements the one that fills clients least beyond ``hi`` (the
-    replica hull): equally cheap clients (a rack pool's, above all) share the standbys instead of one of them
+    replica caps): equally cheap clients (a rack pool's, above all) share the standbys instead of one of them
     taking the whole pool, which the prices would then read as one client overfilled by hundreds while the
     others have room. Without, ties fall where the flow leaves them (heaped).
     """
