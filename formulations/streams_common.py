@@ -118,8 +118,23 @@ def _balance_boxes(n: int, threads: np.ndarray, balance_factor: int = 1) -> list
     return out
 
 
-def box_hull(boxes: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """The smallest box holding every box of ``boxes`` (a relaxation of **Balanced**)."""
+def box_hull(boxes: list[tuple[np.ndarray, np.ndarray]], n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest box holding every box of ``boxes`` (a relaxation of **Balanced**).
+
+    Given the total ``n``, the smallest box holding every count vector of the boxes that sums to ``n``:
+    within a box a client holds at most its top and at most what the others leave when each holds its
+    bottom (and at least the symmetric floor). Where ``n`` fills the boxes that is much tighter than the
+    hull: 10 tasks on 5 one-thread clients lie in the boxes [2, 3] and [1, 2], whose hull is [1, 3], yet
+    every balanced count is exactly 2.
+
+    >>> [b.tolist() for b in box_hull(balance_boxes(10, np.ones(5, np.int64)))]
+    [[1, 1, 1, 1, 1], [3, 3, 3, 3, 3]]
+    >>> [b.tolist() for b in box_hull(balance_boxes(10, np.ones(5, np.int64)), n=10)]
+    [[2, 2, 2, 2, 2], [2, 2, 2, 2, 2]]
+    """
+    if n is not None:
+        boxes = [(np.maximum(lo, n - (int(hi.sum()) - hi)), np.minimum(hi, n - (int(lo.sum()) - lo)))
+                 for lo, hi in boxes]
     lo = np.min(np.stack([b[0] for b in boxes]), axis=0)
     hi = np.max(np.stack([b[1] for b in boxes]), axis=0)
     return lo, hi

@@ -238,8 +238,7 @@ def _replica_caps(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
     """
     S = np.flatnonzero(m.stateful)
     n = m.T + m.want * len(S)
-    caps = [np.minimum(hi, n - (int(lo.sum()) - lo)) for lo, hi in balance_boxes(n, m.threads, m.bf)]
-    return S, np.max(np.stack(caps), axis=0)
+    return S, box_hull(balance_boxes(n, m.threads, m.bf), n)[1]
 
 
 def _priced_search(shifted: StreamsModel, lam: np.ndarray, hi: np.ndarray, units: int = 1
@@ -405,9 +404,11 @@ def best_target(m: StreamsModel, max_flows: int = 40) -> tuple["ActiveSolution",
     sub_boxes = m.subtopology_boxes() if m.sub_balance else None
     options = {"act": m.boxes, "stf": m.boxes_stateful if use_stateful else [],
                "sub": [[b[0] for b in sub_boxes]] if sub_boxes else []}
-    hulls = {k: box_hull(v) for k, v in options.items() if v and k != "sub"}
+    totals = {"act": m.T, "stf": int(m.stateful.sum())}
+    hulls = {k: box_hull(v, totals[k]) for k, v in options.items() if v and k != "sub"}
     if sub_boxes:
-        hulls["sub"] = [box_hull(b) for b in sub_boxes]
+        n_g = np.bincount(m.sub, minlength=m.G)
+        hulls["sub"] = [box_hull(b, int(n_g[g])) for g, b in enumerate(sub_boxes)]
         # the product of the subtopologies' boxes is too many flows: the most even boxes, and (a relaxation
         # that keeps the bound true for the others) the hull of each subtopology's boxes
         if any(len(b) > 1 for b in sub_boxes):

@@ -349,10 +349,12 @@ def test_finer_replica_prices_find_plans_the_first_prices_miss(monkeypatch):
 
 
 def test_replica_caps_are_the_most_any_balanced_count_holds():
-    """``_replica_caps`` against enumeration: over every way of putting ``n`` replicas on 2 to 4 clients of 1
-    to 3 threads (balance factor 1 or 2), the cap of each client is the most it holds in any **Balanced** count
-    vector: never less (it would cut a balanced assignment off, and the bound would not be one), and never
-    more (the hull's top, 21 where every balanced count is 20, left the all-stateful gaps at 1.4 to 1.9%)."""
+    """``_replica_caps`` and ``box_hull`` given the total, against enumeration: over every way of putting ``n``
+    replicas on 2 to 4 clients of 1 to 3 threads (balance factor 1 or 2), each client's cap is the most it
+    holds in any **Balanced** count vector, and the hull's floor the least: never looser (the hull's top, 21
+    where every balanced count is 20, left the all-stateful gaps at 1.4 to 1.9%, and the box search's root
+    unbalanced, two flows more per search), never tighter (that would cut a balanced assignment off, and the
+    bound would not be one)."""
     from types import SimpleNamespace
 
     from stickyflow.streams_check import balance_excess
@@ -369,11 +371,15 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
         n = T + want * int(stateful.sum())
         m = SimpleNamespace(stateful=stateful, T=T, want=want, threads=threads, bf=bf)
         _, cap = streams_flow._replica_caps(m)
+        floor, top = streams_flow.box_hull(streams_flow.balance_boxes(n, threads, bf), n)
         most = np.zeros(C, dtype=np.int64)
+        least = np.full(C, n, dtype=np.int64)
         for counts in itertools.product(range(n + 1), repeat=C):
             if sum(counts) == n and balance_excess(np.array(counts), threads, bf) == 0:
                 most = np.maximum(most, counts)
-        assert (cap == most).all(), (n, threads.tolist(), bf, cap.tolist(), most.tolist())
+                least = np.minimum(least, counts)
+        assert (cap == most).all() and (top == most).all(), (n, threads.tolist(), bf, cap.tolist(), most.tolist())
+        assert (floor == least).all(), (n, threads.tolist(), bf, floor.tolist(), least.tolist())
         hull = streams_flow.box_hull(streams_flow.balance_boxes(n, threads, bf))[1]
         tight += bool((cap < hull).any())
     assert tight >= 10
