@@ -77,9 +77,9 @@ __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "al
 EXPLICIT_STANDBY_ARCS = 400_000  # above this many (task, client) pairs the standby flow uses rack pools
 MAX_EXPLICIT_STANDBY_ARCS = 4_000_000  # ... unless the pools fail, up to this many
 LAGRANGIAN_STEPS = 2  # rounds of pricing replica balance into the floors when the first bound leaves a gap
-LAGRANGIAN_STEPS_LARGE = 3  # ... on instances above SUBGRADIENT_PAIRS, where no finer prices follow
 SUBGRADIENT_STEPS = 10  # ... then finer prices, on instances of up to SUBGRADIENT_PAIRS (task, client) pairs
 SUBGRADIENT_PAIRS = 20_000
+SUBGRADIENT_STEPS_LARGE = 4  # ... and above, where a step is about a second at 10,000 tasks x 1,000 clients
 PRICE_UNITS = 4  # finer prices are multiples of a quarter
 
 
@@ -139,7 +139,7 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
             consider(target, lag_info)
         extra["relaxation_values"] += values
         steps = _subgradient_steps(m)
-        if steps and gap_open([]):  # small: the same steps from heaped counts, for other prices and targets
+        if _small(m) and gap_open([]):  # the same steps from heaped counts, for other prices and targets
             values, lag_targets = replica_lagrangian(m, runs[-1][0].target, _lagrangian_steps(m), gap_open,
                                                      spread=False)
             extra["lagrangian_values"] += values
@@ -216,11 +216,9 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
 
 
 def _lagrangian_steps(m: StreamsModel) -> int:
-    """How many 0/1 pricing steps (:func:`replica_lagrangian`) an instance gets: two where the finer prices
-    follow (:func:`_subgradient_steps`), three above, where a step is a second or so at 10,000 tasks x 1,000
-    clients and the third proves the plan within 1% in one more of the scale benchmark's twelve cases
-    (docs/streams.md)."""
-    return LAGRANGIAN_STEPS if _subgradient_steps(m) else LAGRANGIAN_STEPS_LARGE
+    """How many 0/1 pricing steps (:func:`replica_lagrangian`) an instance gets: two, then the finer prices
+    (:func:`_subgradient_steps`)."""
+    return LAGRANGIAN_STEPS
 
 
 def _replica_caps(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
@@ -257,11 +255,16 @@ def _priced_search(shifted: StreamsModel, lam: np.ndarray, hi: np.ndarray, units
 
 def _subgradient_steps(m: StreamsModel) -> int:
     """How many finer pricing steps (:func:`replica_subgradient`) an instance gets: each is one more search of
-    the boxes and a candidate plan, milliseconds on groups small enough for CP-SAT to follow (a proof spares
-    CP-SAT's run, a cheaper plan is a better hint); none above, where ten steps would triple the solve (1,000
-    tasks x 100 clients: 0.5-1.1 s -> 1.6-3.9 s, for gaps 0.4-7.0% -> 0.4-5.1%, docs/streams.md)."""
-    pairs = m.T * m.C
-    return SUBGRADIENT_STEPS if pairs <= SUBGRADIENT_PAIRS else 0
+    the boxes and a candidate plan. Ten on groups small enough for CP-SAT to follow (milliseconds each; a proof
+    spares CP-SAT's run, a cheaper plan is a better hint); four above, where a step is about a second at
+    10,000 tasks x 1,000 clients (two flows a search since the hulls know their totals) and the four took the
+    scale benchmark's `tags` cases from 0.87% and 1.07% to 0.63% and 0.66% (docs/streams.md, "Scale")."""
+    return SUBGRADIENT_STEPS if _small(m) else SUBGRADIENT_STEPS_LARGE
+
+
+def _small(m: StreamsModel) -> bool:
+    """Up to :data:`SUBGRADIENT_PAIRS` (task, client) pairs: the instances CP-SAT follows."""
+    return m.T * m.C <= SUBGRADIENT_PAIRS
 
 
 def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, consider, gap_open) -> list[int]:
