@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from stickyflow._arrays import in_sorted
 from stickyflow.errors import StickyflowError
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
@@ -39,20 +40,6 @@ __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_h
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
 MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones nearest the mean
-
-
-def in_sorted(values, keys: np.ndarray) -> np.ndarray:
-    """``np.isin(values, keys)`` for ``keys`` sorted and unique (as ``np.unique`` returns them: the model's
-    ``prev_keys``, ``held_keys`` and ``cu_keys``), by a binary search per value: nothing is built from ``keys``
-    on each call, which ``np.isin`` does (a hash table of 20,000 keys for a pool of a few tasks).
-
-    >>> in_sorted(np.array([[3, 4], [9, 0]]), np.array([0, 3, 8])).tolist()
-    [[True, False], [False, True]]
-    """
-    values = np.asarray(values, dtype=np.int64)
-    if not len(keys):
-        return np.zeros(values.shape, dtype=bool)
-    return keys[np.minimum(np.searchsorted(keys, values), len(keys) - 1)] == values
 
 
 # --------------------------------------------------------------------------- balance
@@ -311,7 +298,7 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
     # holders: the cheapest eligible client (the previous owner first on ties, then snapshot order)
     if len(cu_t):
         cost = model.active_cost(cu_t, cu_c)
-        not_prev = ~np.isin(cu_c * T + cu_t, prev_keys)
+        not_prev = ~in_sorted(cu_c * T + cu_t, prev_keys)
         order = np.lexsort((cu_c, not_prev, cost, cu_t))
         first = order[np.unique(cu_t[order], return_index=True)[1]]
         model.holder[cu_t[first]] = cu_c[first]

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import in_sorted
 from ._check import INT32_MAX, Checker, built_by_reader, join, names, read_back, reading, same_type
 from .errors import InvalidSnapshotError, Problem
 
@@ -298,9 +299,7 @@ class ConsumerSnapshot:
         keys = self._memo.get("read_keys")
         if keys is None:
             keys = self._memo["read_keys"] = np.sort(np.repeat(np.arange(len(glen), dtype=np.int64), glen) * T + flat)
-        want = np.asarray(group, dtype=np.int64) * T + topic
-        at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
-        return keys[at] == want if len(keys) else np.zeros(len(want), dtype=bool)
+        return in_sorted(np.asarray(group, dtype=np.int64) * T + topic, keys)
 
     def subscription_matrix(self) -> np.ndarray:
         """Distinct subscription x topic (positions in ``topics``): does it read the topic (boolean)."""
