@@ -133,19 +133,17 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
         def gap_open(more: list[int]) -> bool:  # the best plan is balanced and no bound reaches its cost
             return not best[0][1] and max(extra["relaxation_values"] + more) < best[0][2]
 
-        values, lag_targets = replica_lagrangian(m, runs[-1][0].target, _lagrangian_steps(m), gap_open)
-        extra["lagrangian_values"] = values
-        for target in lag_targets:
-            consider(target, lag_info)
-        extra["relaxation_values"] += values
-        steps = _subgradient_steps(m)
-        if _small(m) and gap_open([]):  # the same steps from heaped counts, for other prices and targets
-            values, lag_targets = replica_lagrangian(m, runs[-1][0].target, _lagrangian_steps(m), gap_open,
-                                                     spread=False)
+        extra["lagrangian_values"] = []
+        # small instances take the steps again from heaped counts, for other prices and other targets
+        for spread in (True, False) if _small(m) else (True,):
+            if not gap_open([]):
+                break
+            values, lag_targets = replica_lagrangian(m, runs[-1][0].target, LAGRANGIAN_STEPS, gap_open, spread)
             extra["lagrangian_values"] += values
             for target in lag_targets:
                 consider(target, lag_info)
             extra["relaxation_values"] += values
+        steps = _subgradient_steps(m)
         if steps and gap_open([]):
             fine = replica_subgradient(m, runs[-1][0].target, steps, lambda target: consider(target, lag_info),
                                        gap_open)
@@ -213,12 +211,6 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
         if gap_open is not None and not gap_open(values):
             break
     return values, targets
-
-
-def _lagrangian_steps(m: StreamsModel) -> int:
-    """How many 0/1 pricing steps (:func:`replica_lagrangian`) an instance gets: two, then the finer prices
-    (:func:`_subgradient_steps`)."""
-    return LAGRANGIAN_STEPS
 
 
 def _replica_caps(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
