@@ -68,8 +68,8 @@ from stickyflow._arrays import nonzero_pairs
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
 from stickyflow.streams_check import balance_excess
 
-from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, count_excess,
-                             in_sorted, movements, round_standbys, target_cost, balance_boxes)
+from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, converged_standbys,
+                             count_excess, in_sorted, movements, round_standbys, target_cost, balance_boxes)
 
 __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
            "EXPLICIT_STANDBY_ARCS"]
@@ -81,6 +81,7 @@ SUBGRADIENT_STEPS = 10  # ... then finer prices, on instances of up to SUBGRADIE
 SUBGRADIENT_PAIRS = 20_000
 SUBGRADIENT_STEPS_LARGE = 4  # ... and above, where a step is about a second at 10,000 tasks x 1,000 clients
 PRICE_UNITS = 4  # finer prices are multiples of a quarter
+REPAIR_STEPS = 6  # rounds of pricing the clients a plan fills beyond their replica cap, doubling the price
 
 
 def _ortools():
@@ -119,12 +120,18 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
                plan.extra["movements"], int((m.had & (target != prev)).sum()))
         if best is None or key < best[0]:
             best = (key, plan, balanced, info)
+        return plan
 
     for target, info in targets:
         consider(target, info)
     # Each search's value bounds every assignment balanced in every count (its flows are relaxations), so the
     # larger is a proven bound on the optimum whenever the answer is balanced in every count (so the optimum is)
     extra["relaxation_values"] = [int(b) for _, b, _ in runs if b is not None]
+    if m.want and best[0][1] == 1 and not best[2]["replicas"]:
+        values = _replica_repair(m, best[1], lambda target: consider(target, {**runs[-1][2], "repair": True}),
+                                 lambda: not best[0][1])
+        extra["repair_values"] = values
+        extra["relaxation_values"] += values
     key0 = best[0]
     if m.want and m.stateful.any() and not key0[1] and max(extra["relaxation_values"], default=key0[2]) < key0[2]:
         # the floors ignore how many replicas a client may hold: price that in, and try the targets it gives
@@ -202,7 +209,7 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
             break
         lam = new
         shifted = _shift_replicas(m, lam)
-        found = _priced_search(shifted, lam, hi)
+        found = _priced_search(shifted, int((lam * hi).sum()))
         if found is None:
             break
         values.append(found[0])
@@ -231,18 +238,17 @@ def _replica_caps(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
     return S, box_hull(balance_boxes(n, m.threads, m.bf), n)[1]
 
 
-def _priced_search(shifted: StreamsModel, lam: np.ndarray, hi: np.ndarray, units: int = 1
-                   ) -> tuple[int, np.ndarray] | None:
-    """The box search on ``shifted`` (costs times ``units``, replicas priced by ``lam``): a lower bound on the
-    optimum (its value less ``sum(lam * hi)``, over ``units``, rounded up: costs are integers) and its relaxed
-    target; None when the search finds nothing to bound."""
+def _priced_search(shifted: StreamsModel, constant: int, units: int = 1) -> tuple[int, np.ndarray] | None:
+    """The box search on ``shifted`` (costs times ``units``, replicas priced): a lower bound on the optimum
+    (its value less the prices' ``constant``, e.g. ``sum(lam * hi)``, over ``units``, rounded up: costs are
+    integers) and its relaxed target; None when the search finds nothing to bound."""
     try:
         sol, b, _ = best_target(shifted)
     except InfeasibleError:
         return None
     if b is None:
         return None
-    return -(-(int(b) - int((lam * hi).sum())) // units), sol.target
+    return -(-(int(b) - int(constant)) // units), sol.target
 
 
 def _subgradient_steps(m: StreamsModel) -> int:
@@ -285,7 +291,7 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, conside
     values: list[int] = []
     for _ in range(steps if lam.any() else 0):
         shifted = _shift_replicas(scaled, lam)
-        found = _priced_search(shifted, lam, hi, K)
+        found = _priced_search(shifted, int((lam * hi).sum()), K)
         if found is None:
             break
         values.append(found[0])
@@ -298,6 +304,52 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, conside
             break
         lam = new
     return values
+
+
+def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: int = REPAIR_STEPS) -> list[int]:
+    """Targets for a plan balanced in every count but replicas, and the bounds found on the way.
+
+    The standby flow keeps replica balance where the actives leave it room; where they do not (a movement
+    across the values of a tag with two values keeps its standby on the holder: this round it sits on the
+    target, the only client of the other value), the target must change. Each step prices every replica on
+    the clients the plan fills beyond the most a balanced count holds there, and rewards those it leaves
+    below the least (:func:`box_hull` of the replica boxes), by 1, then 2, 4, ... more per step, searches the
+    boxes with those prices (a Lagrangian value: a bound, as :func:`replica_lagrangian`'s) and hands the
+    target to ``consider``; it stops once ``done()``. The replicas' total is fixed, so rewards are prices on
+    all the other clients, which keeps every cost of the search nonnegative.
+    """
+    S = np.flatnonzero(m.stateful)
+    n = m.T + m.want * len(S)
+    lo, hi = box_hull(balance_boxes(n, m.threads, m.bf), n)
+    values: list[int] = []
+    first = plan
+    for below in (False, True):
+        price = np.zeros(m.C, dtype=np.int64)
+        plan = first
+        for step in range(steps):
+            count = _replicas(m, plan)
+            off = np.sign(count - hi).clip(0, None)
+            if below:
+                off = off - np.sign(lo - count).clip(0, None)
+            if not off.any():
+                break
+            price += (1 << step) * off
+            k = max(0, -int(price.min()))  # the rewards, as prices on the others
+            constant = k * n + int((price * np.where(price > 0, hi, lo)).sum())
+            found = _priced_search(_shift_replicas(m, price + k), constant)
+            if found is None:
+                break
+            values.append(found[0])
+            plan = consider(found[1])
+            if done():
+                return values
+    return values
+
+
+def _replicas(m: StreamsModel, plan: StreamsPlan) -> np.ndarray:
+    """Replicas per client in the converged assignment the plan aims for."""
+    sc = converged_standbys(m, plan.target, plan.standby).reshape(-1)
+    return np.bincount(plan.target, minlength=m.C) + np.bincount(sc[sc >= 0], minlength=m.C)
 
 
 def _shift_replicas(m: StreamsModel, lam: np.ndarray) -> StreamsModel:
@@ -525,7 +577,10 @@ class StandbyFloor:
     Two refinements keep it a floor and make it tighter. A *movement* to a
     client that never held the task either keeps a standby on the holder,
     which this round covers the move from the target (a standby move,
-    ``cover_cost``), or leaves the holder out as well: the cheaper of the two.
+    ``cover_cost``, and the holder's own price among the ``want``), or leaves
+    the holder out as well: the cheaper of the two. Where the holder's price
+    is raised (replica prices, :func:`_shift_replicas`) the cover pays it:
+    with a tag of two values, a movement across them has no other way.
     With one tag key of more values than a task has replicas, every replica
     has its own value (the spread rule), so the standbys avoid every client of
     the target's value, and a movement whose holder keeps no standby also
@@ -576,7 +631,8 @@ class StandbyFloor:
         if len(mv):
             ph = m.standby_cost(mv, m.holder[mv])[:, None]
             both = self._leave2(mv[:, None], price_free[mv], ph)
-            cell[mv] = np.minimum(cell[mv] + m.cover_cost(mv)[:, None], both)
+            keep = cell[mv] + self._with(mv[:, None], price_free[mv], ph) + m.cover_cost(mv)[:, None]
+            cell[mv] = np.minimum(keep, both)
         if _tags_exclude_active_value(m):
             cell = np.maximum(cell, self._tagged(P, N, R1, moving, ht, hcl, slot if len(ht) else None))
         self.cell = cell
@@ -604,17 +660,19 @@ class StandbyFloor:
         n_all, h_all = n_rv.sum(axis=1)[None, :], h_rv.sum(axis=2)
         rows = np.arange(T)
         hv = np.maximum(hval, 0)
+        ph = np.zeros(T, dtype=np.int64)
+        ph[mv] = m.standby_cost(np.flatnonzero(mv), m.holder[mv])
         for a in range(V):
             Na = N.copy()
             Na[:, :R1] = n_all - n_rv[:, a][None, :] - (h_all - h_rv[:, :, a])
             if slot is not None:
                 Na[ht, R1 + slot] = (val[hcl] != a).astype(np.int64)
-            S, _, _, _ = _cheapest(P, Na, m.want)
+            S, pw, _, _ = _cheapest(P, Na, m.want)
             S = np.where(st, S, 0)
             self.tag_S[:, a] = S
-            # a movement whose holder has another value: the holder keeps a standby (which covers the move),
-            # or not, and then this round's replicas (the holder active, the standbys) spread too, so the
-            # standbys avoid the holder's value as well as the target's
+            # a movement whose holder has another value: the holder keeps a standby (which covers the move; its
+            # price in place of the dearest it displaces), or not, and then this round's replicas (the holder
+            # active, the standbys) spread too, so the standbys avoid the holder's value as well as the target's
             # (unless the target's value has no other client: the warm-up there leaves it no free client)
             two = mv & (hval != a) & (m.combo_count[a] >= 2)
             Nb = Na.copy()
@@ -623,9 +681,15 @@ class StandbyFloor:
                 Nb[ht, R1 + slot] &= np.where(two[ht], val[hcl] != hval[ht], True).astype(np.int64)
             Sb, _, _, _ = _cheapest(P, Nb, m.want)
             Sb = np.where(Nb.sum(axis=1) >= m.want, Sb, big)  # too few clients left: the holder must keep one
-            f = np.where(two, np.minimum(S + cover, Sb), S)
+            f = np.where(two, np.minimum(S + np.maximum(0, ph - pw) + cover, Sb), S)
             out = np.where(n_rv[:, a][None, :] > 0, np.minimum(out, f[:, None]), out)
         return np.where(out >= big, 0, out)
+
+    def _with(self, t, p, q):
+        """What the floor with a client of price ``p`` left out (:meth:`_leave`) costs more when it must keep
+        one of price ``q`` (in the list): ``q`` less the dearest unit it displaces, where it is not taken anyway."""
+        last = np.where(p <= self.pw[t], self.pn[t], self.pw[t])  # the want-th unit once p is left out
+        return np.maximum(0, q - last)
 
     def upper(self) -> np.ndarray:
         """Per task, no floor is above this."""
