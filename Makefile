@@ -21,7 +21,7 @@ $(DEPS): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[all]' --config-settings editable_mode=strict
-	touch $(DEPS)
+	touch $(DEPS) $(STAMP)
 
 # An editable install in setuptools' strict mode: a tree of links to the sources under build/, put on sys.path
 # by a plain .pth line. The default mode installs an import hook whose module loads pathlib, urllib.parse and
