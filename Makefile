@@ -17,20 +17,24 @@ EDITABLE := $(PY) -m pip install --quiet --no-deps -e . --config-settings editab
 
 setup: $(STAMP)
 
-$(DEPS): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[all]' --config-settings editable_mode=strict
-	touch $(DEPS) $(STAMP)
-
 # An editable install in setuptools' strict mode: a tree of links to the sources under build/, put on sys.path
 # by a plain .pth line. The default mode installs an import hook whose module loads pathlib, urllib.parse and
 # ipaddress in every Python process of the venv (about 0.01 s of a 0.14 s command-line solve); links cost
 # nothing at start-up. Edits show at once; a new module needs the links made again, which this rule does
-# whenever a package folder changes.
-$(STAMP): $(DEPS) $(PKGDIRS)
-	$(EDITABLE)
-	touch $(STAMP)
+# whenever a package folder changes (the dependencies are installed again only when pyproject.toml changes).
+$(STAMP): pyproject.toml $(PKGDIRS)
+	@if [ ! -f $(DEPS) ] || [ pyproject.toml -nt $(DEPS) ]; then \
+		set -e; \
+		echo "setting up $(VENV) with every extra"; \
+		$(PYTHON) -m venv $(VENV); \
+		$(PY) -m pip install --quiet --upgrade pip; \
+		$(PY) -m pip install --quiet -e '.[all]' --config-settings editable_mode=strict; \
+		touch $(DEPS); \
+	else \
+		echo "linking the package again"; \
+		$(EDITABLE); \
+	fi
+	@touch $(STAMP)
 
 # byte-compiles the package as it is imported (through the links): where PYTHONDONTWRITEBYTECODE is set (as in
 # many container images, and on this project's machine) Python caches no bytecode on import and would compile
