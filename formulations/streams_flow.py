@@ -312,17 +312,24 @@ def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: i
     The standby flow keeps replica balance where the actives leave it room; where they do not (a movement
     across the values of a tag with two values keeps its standby on the holder: this round it sits on the
     target, the only client of the other value), the target must change. Each step prices every replica on
-    the clients the plan fills beyond the most a balanced count holds there, and rewards those it leaves
-    below the least (:func:`box_hull` of the replica boxes), by 1, then 2, 4, ... more per step, searches the
-    boxes with those prices (a Lagrangian value: a bound, as :func:`replica_lagrangian`'s) and hands the
-    target to ``consider``; it stops once ``done()``. The replicas' total is fixed, so rewards are prices on
-    all the other clients, which keeps every cost of the search nonnegative.
+    the clients the plan fills beyond the most a balanced count holds there (:func:`box_hull` of the replica
+    boxes) by 1, then 2, 4, ... more per step, searches the boxes with those prices (a Lagrangian value: a
+    bound, as :func:`replica_lagrangian`'s) and hands the target to ``consider``. A second pass starts again
+    and also rewards the clients left below the least a balanced count holds: the replicas' total is fixed,
+    so rewards are prices on all the other clients, which keeps every cost of the search nonnegative. It
+    stops once ``done()``, after ``steps`` steps a pass, and beyond small instances (:func:`_small`) after
+    ``steps`` searches in all (at 10,000 tasks x 1,000 clients a search is about a second).
+
+    On twenty small outages with two zones (60 tasks x 8 clients) the first target leaves eight plans
+    unbalanced in replicas: the first pass alone balances four of them, the second alone seven, both all
+    eight. At 10,000 x 1,000 (`rack_outage`, tags, seed 2) the first pass did it in four searches.
     """
     S = np.flatnonzero(m.stateful)
     n = m.T + m.want * len(S)
     lo, hi = box_hull(balance_boxes(n, m.threads, m.bf), n)
     values: list[int] = []
     first = plan
+    searches = 2 * steps if _small(m) else steps
     for below in (False, True):
         price = np.zeros(m.C, dtype=np.int64)
         plan = first
@@ -331,7 +338,7 @@ def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: i
             off = np.sign(count - hi).clip(0, None)
             if below:
                 off = off - np.sign(lo - count).clip(0, None)
-            if not off.any():
+            if not off.any() or len(values) >= searches:
                 break
             price += (1 << step) * off
             k = max(0, -int(price.min()))  # the rewards, as prices on the others
