@@ -81,7 +81,7 @@ SUBGRADIENT_STEPS = 10  # ... then finer prices, on instances of up to SUBGRADIE
 SUBGRADIENT_PAIRS = 20_000
 SUBGRADIENT_STEPS_LARGE = 4  # ... and above, where a step is about a second at 10,000 tasks x 1,000 clients
 PRICE_UNITS = 4  # finer prices are multiples of a quarter
-REPAIR_STEPS = 6  # rounds of pricing the clients a plan fills beyond their replica cap, doubling the price
+REPAIR_STEPS = 6  # steps a pass of pricing the clients a plan overfills (each adds twice what the last added)
 
 
 def _ortools():
