@@ -36,7 +36,8 @@ from stickyflow.streams_check import (RACK_KEY, assignment_arrays, balance_exces
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",
-           "converged_standbys", "count_excess", "decision_plan", "in_sorted", "DEFAULT_STANDBY_SLACK"]
+           "converged_standbys", "replica_counts", "count_excess", "decision_plan", "in_sorted",
+           "DEFAULT_STANDBY_SLACK"]
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
 MAX_BOXES = 24  # candidate least levels per count; beyond this, the ones nearest the mean
@@ -523,17 +524,22 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
                     followup_rebalance_deadline_ms=followup, extra=extra)
 
 
+def replica_counts(m: StreamsModel, plan: StreamsPlan) -> np.ndarray:
+    """Replicas (active + standby) per client in the converged assignment the plan aims for: targets as
+    actives, the converged standbys (:func:`converged_standbys`)."""
+    sc = converged_standbys(m, plan.target, plan.standby).reshape(-1)
+    return np.bincount(plan.target, minlength=m.C) + np.bincount(sc[sc >= 0], minlength=m.C)
+
+
 def count_excess(m: StreamsModel, plan: StreamsPlan) -> dict[str, int]:
     """How far each count of the converged assignment (targets as actives, converged standbys) is from
     **Balanced** (:func:`balance_excess`): active tasks, stateful actives, replicas, and under
     ``balance_subtopology`` the subtopologies' summed."""
     C, bf, th = m.C, m.bf, m.threads
     tg = plan.target
-    act = np.bincount(tg, minlength=C)
-    sc = converged_standbys(m, tg, plan.standby).reshape(-1)
-    out = {"active": balance_excess(act, th, bf),
+    out = {"active": balance_excess(np.bincount(tg, minlength=C), th, bf),
            "stateful": balance_excess(np.bincount(tg[m.stateful], minlength=C), th, bf),
-           "replicas": balance_excess(act + np.bincount(sc[sc >= 0], minlength=C), th, bf)}
+           "replicas": balance_excess(replica_counts(m, plan), th, bf)}
     if m.sub_balance:
         out["subtopology"] = sum(balance_excess(np.bincount(tg[m.sub == g], minlength=C), th, bf) for g in range(m.G))
     return out

@@ -68,8 +68,8 @@ from stickyflow._arrays import nonzero_pairs
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
 from stickyflow.streams_check import balance_excess
 
-from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, converged_standbys,
-                             count_excess, in_sorted, movements, round_standbys, target_cost, balance_boxes)
+from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, count_excess,
+                             in_sorted, movements, replica_counts, round_standbys, target_cost, balance_boxes)
 
 __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
            "EXPLICIT_STANDBY_ARCS"]
@@ -334,7 +334,7 @@ def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: i
         price = np.zeros(m.C, dtype=np.int64)
         plan = first
         for step in range(steps):
-            count = _replicas(m, plan)
+            count = replica_counts(m, plan)
             off = np.sign(count - hi).clip(0, None)
             if below:
                 off = off - np.sign(lo - count).clip(0, None)
@@ -351,12 +351,6 @@ def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: i
             if done():
                 return values
     return values
-
-
-def _replicas(m: StreamsModel, plan: StreamsPlan) -> np.ndarray:
-    """Replicas per client in the converged assignment the plan aims for."""
-    sc = converged_standbys(m, plan.target, plan.standby).reshape(-1)
-    return np.bincount(plan.target, minlength=m.C) + np.bincount(sc[sc >= 0], minlength=m.C)
 
 
 def _shift_replicas(m: StreamsModel, lam: np.ndarray) -> StreamsModel:
