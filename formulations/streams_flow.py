@@ -233,9 +233,17 @@ def _replica_caps(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
     >>> _replica_caps(m)[1].tolist()   # 8 replicas on 4 clients: 2 each, not the hull's 3
     [2, 2, 2, 2]
     """
+    S, _, _, hi = _replica_hull(m)
+    return S, hi
+
+
+def _replica_hull(m: StreamsModel) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """The stateful tasks, the number of replicas, and per client the least and the most replicas any
+    assignment balanced in replicas holds there (:func:`box_hull` of the replica boxes, given the total)."""
     S = np.flatnonzero(m.stateful)
     n = m.T + m.want * len(S)
-    return S, box_hull(balance_boxes(n, m.threads, m.bf), n)[1]
+    lo, hi = box_hull(balance_boxes(n, m.threads, m.bf), n)
+    return S, n, lo, hi
 
 
 def _priced_search(shifted: StreamsModel, constant: int, units: int = 1) -> tuple[int, np.ndarray] | None:
@@ -324,9 +332,7 @@ def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: i
     unbalanced in replicas: the first pass alone balances four of them, the second alone seven, both all
     eight. At 10,000 x 1,000 (`rack_outage`, tags, seed 2) the first pass did it in four searches.
     """
-    S = np.flatnonzero(m.stateful)
-    n = m.T + m.want * len(S)
-    lo, hi = box_hull(balance_boxes(n, m.threads, m.bf), n)
+    _, n, lo, hi = _replica_hull(m)
     values: list[int] = []
     first = plan
     searches = 2 * steps if _small(m) else steps
