@@ -987,17 +987,22 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
         gen_of = snap._generations()
         e_topic = np.repeat(claim_topic, lens)
         e_member = np.repeat(np.repeat(np.arange(len(members), dtype=np.int64), per_member), lens)
-        ok = (flat >= 0) & (flat < np.append(sizes, 0)[e_topic])  # a deleted topic (-1) reads the 0 appended
-        if ok.all():  # no stale claim (the common case): no gathers
+        if not len(flat) or int(claim_topic.min()) >= 0 and int(flat.min()) >= 0 and int(flat.max()) < int(sizes.min()):
+            ok = None  # every claim names a topic and a partition below the smallest count: none is stale
+        else:
+            ok = (flat >= 0) & (flat < np.append(sizes, 0)[e_topic])  # a deleted topic (-1) reads the 0 appended
+        if ok is None or ok.all():  # no stale claim (the common case): no gathers
             gid = offsets[e_topic] + flat
         else:
             gid = offsets[e_topic[ok]] + flat[ok]
             e_member = e_member[ok]
-        if len(gid) and int(np.bincount(gid, minlength=total).max()) <= 1:
-            owner_all[gid] = e_member  # no partition claimed twice: every claim wins
+        if len(gid):  # each claim written where it points; as many owners as claims: no partition claimed twice
+            owner_all[gid] = e_member
+        if len(gid) and int(np.count_nonzero(owner_all >= 0)) == len(gid):  # then every claim wins
             if bool(np.all((gid[1:] > gid[:-1]) | (e_member[1:] != e_member[:-1]))):
                 by_member = (gid, e_member)  # members come in order; within one, positions ascend
         else:
+            owner_all[:] = -1
             e_gen = gen_of[e_member]
             # by partition, then generation (highest first), then member: the head of each run wins,
             # unless the next entry is another member's claim of the same generation (a tie: nobody)
