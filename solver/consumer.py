@@ -792,11 +792,9 @@ def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, .
     kid = np.repeat(np.arange(len(keys), dtype=np.int64), klen)
     if len(keys) * K <= _DENSE_REPEATS:
         pair = kid * K + codes
-        mark = np.zeros(len(keys) * K, dtype=bool)  # a byte per (subscription, name): a quarter of the time of
-        mark[pair] = True                          # counting them in int64 (900 x 50: 0.09 against 0.44 ms)
+        seen = np.bincount(pair, minlength=len(keys) * K)
         repeated = np.zeros(len(keys), dtype=bool)
-        if int(np.count_nonzero(mark)) < len(pair):  # some name twice in one subscription (rare): find where
-            seen = np.bincount(pair, minlength=len(keys) * K)
+        if int(seen.max(initial=0)) > 1:
             repeated[kid[seen[pair] > 1]] = True
     else:
         repeated = np.fromiter((len(set(k)) != len(k) for k in keys), dtype=bool, count=len(keys))
