@@ -48,7 +48,7 @@ demo: bytecode
 	$(VENV)/bin/stickyflow solve examples/consumer-kip54-join.json
 
 # the whole suite with the slow tests (Kafka's 1,000,000-partition tests, the Spark standalone cluster, the
-# live broker, the study's repeat run): 4,815 tests in 11 to 16 minutes on the 2-core machine (2026-11-27)
+# live broker, the study's repeat run): 4,816 tests in 11 to 16 minutes on the 2-core machine (2026-11-28)
 test: bytecode
 	$(PY) -m pytest -n 2 --dist loadgroup -q --runslow
 
