@@ -172,7 +172,6 @@ def test_claims_resolved_on_flat_arrays_match_the_reference(seed):
                 assert parts.tolist() == expect
 
 
-
 def test_claims_read_from_dicts_match_the_reference(seed):
     """The same, for snapshots read from dicts (the bulk reader's flat claims): stale partitions, deleted
     topics, empty lists, repeats and tied generations resolve as KIP-341 says."""
@@ -193,6 +192,7 @@ def test_claims_read_from_dicts_match_the_reference(seed):
                                           "topics": topics, "members": members})
         prev = previous_owners(snap)
         assert {t: o.tolist() for t, o in prev.owner.items()} == _reference_owners(snap), members
+
 
 def test_array_assignments_are_checked_normalized_and_split_like_dicts(seed):
     rng = random.Random(seed)
