@@ -635,20 +635,24 @@ class StandbyFloor:
         # leave out the holder as well as the target
         moving = st & m.constrained & (m.holder >= 0)
         mv = np.flatnonzero(moving)
+        holder_price = np.zeros(T, dtype=np.int64)  # a movement's standby on its holder (0 for the others)
         if len(mv):
-            ph = m.standby_cost(mv, m.holder[mv])[:, None]
+            holder_price[mv] = m.standby_cost(mv, m.holder[mv])
+            ph = holder_price[mv][:, None]
             both = self._leave2(mv[:, None], price_free[mv], ph)
             keep = cell[mv] + self._with(mv[:, None], price_free[mv], ph) + m.cover_cost(mv)[:, None]
             cell[mv] = np.minimum(keep, both)
         if _tags_exclude_active_value(m):
-            cell = np.maximum(cell, self._tagged(P, N, R1, moving, ht, hcl, slot if len(ht) else None))
+            cell = np.maximum(cell, self._tagged(P, N, R1, moving, holder_price, ht, hcl,
+                                                 slot if len(ht) else None))
         self.cell = cell
 
-    def _tagged(self, P, N, R1, mv, ht, hcl, slot) -> np.ndarray:
+    def _tagged(self, P, N, R1, mv, ph, ht, hcl, slot) -> np.ndarray:
         """With one tag key of more values than replicas, every replica of a task has its own value (else a
         standby could move to an unused value: the spread rule), so the standbys avoid the target's value:
         the floor with every client of that value left out, per value (``tag_S``), and per rack cell the least
-        over the values its clients have, a movement's cover priced as in :meth:`__init__`."""
+        over the values its clients have, a movement's cover priced as in :meth:`__init__` (``ph``: the price of
+        a movement's standby on its holder)."""
         m = self.m
         T = m.T
         val = m.client_combo
@@ -667,8 +671,6 @@ class StandbyFloor:
         n_all, h_all = n_rv.sum(axis=1)[None, :], h_rv.sum(axis=2)
         rows = np.arange(T)
         hv = np.maximum(hval, 0)
-        ph = np.zeros(T, dtype=np.int64)
-        ph[mv] = m.standby_cost(np.flatnonzero(mv), m.holder[mv])
         for a in range(V):
             Na = N.copy()
             Na[:, :R1] = n_all - n_rv[:, a][None, :] - (h_all - h_rv[:, :, a])
