@@ -994,8 +994,7 @@ def _resolve_claims(snap: ConsumerSnapshot) -> PreviousOwners:
         else:
             gid = offsets[e_topic[ok]] + flat[ok]
             e_member = e_member[ok]
-        if len(gid):  # each claim written where it points; as many owners as claims: no partition claimed twice
-            owner_all[gid] = e_member
+        owner_all[gid] = e_member  # each claim written where it points; as many owners as claims: none claimed twice
         if len(gid) and int(np.count_nonzero(owner_all >= 0)) == len(gid):  # then every claim wins
             if bool(np.all((gid[1:] > gid[:-1]) | (e_member[1:] != e_member[:-1]))):
                 by_member = (gid, e_member)  # members come in order; within one, positions ascend
