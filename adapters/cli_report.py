@@ -107,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if len(rep.summary):
         print(rep.summary[cols].to_string(index=False))
     for note in rep.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"wrote {', '.join(str(p) for p in rep.files.values())}", file=sys.stderr)
+        print(f"stickyflow report: note: {note}", file=sys.stderr)
+    print(f"stickyflow report: wrote {', '.join(str(p) for p in rep.files.values())}", file=sys.stderr)
     if not rep.rows:
         print(f"stickyflow report: {args.batch}: the batch output has no rows", file=sys.stderr)
         return EXIT_NOTHING_SOLVED
