@@ -55,3 +55,45 @@ def test_a_missing_field_with_no_look_alike_gets_no_hint():
     with pytest.raises(stickyflow.InvalidSnapshotError) as err:
         stickyflow.parse_snapshot(doc)
     assert err.value.rule == "is required"
+
+
+# --------------------------------------------------------------------------- capture and decode
+
+
+@pytest.mark.parametrize("groups", [[], ["failed"]], ids=["none-listed", "none-readable"])
+def test_a_capture_of_no_group_writes_no_file_and_says_so(groups, tmp_path, capsys, monkeypatch):
+    from stickyflow.adapters import capture as capture_module
+
+    found = [capture_module.CapturedGroup(group_id=g, error="no members") for g in groups]
+    monkeypatch.setattr(capture_module, "capture", lambda *a, **k: found)
+    out = tmp_path / "groups.jsonl"
+    main(["capture", "--bootstrap", "127.0.0.1:9092", "--all-groups", "-o", str(out)])
+    last = _stderr_lines(capsys)[-1]
+    assert not out.exists()
+    assert "nothing written" in last and str(out) not in last and "into" not in last, last
+
+
+def test_an_unreachable_cluster_names_the_timeout_once():
+    from stickyflow.adapters.cli_capture import cluster_failure
+
+    class KafkaTimeoutError(Exception):
+        def __str__(self):
+            return "KafkaTimeoutError: Unable to bootstrap from b:9092"
+
+    line = cluster_failure(KafkaTimeoutError(), "b:9092", 15.0)
+    assert line == "cannot reach the cluster at b:9092 within 15 s (Unable to bootstrap from b:9092)"
+    assert cluster_failure(OSError("disk"), "b:9092", 15.0) == "cannot read the cluster at b:9092: OSError: disk"
+
+
+@pytest.mark.parametrize("encoding,hint", [("hex", "--input hex"), ("base64", "--input base64")])
+def test_decode_hints_at_input_when_bytes_come_as_text(encoding, hint, tmp_path, capsys):
+    import base64
+
+    raw = bytes.fromhex("0000" "00000001" "0001" "74" "ffffffff")  # version 0, topics ["t"], no user data
+    text = raw.hex() if encoding == "hex" else base64.b64encode(raw).decode()
+    path = tmp_path / "bytes.txt"
+    path.write_text(text + "\n")
+    assert main(["decode", "consumer-subscription", str(path)]) == 2
+    (line,) = _stderr_lines(capsys)
+    assert line.startswith("stickyflow decode: ") and line.endswith(f"add {hint})"), line
+    assert main(["decode", "--input", encoding, "consumer-subscription", str(path)]) == 0
