@@ -97,3 +97,21 @@ def test_decode_hints_at_input_when_bytes_come_as_text(encoding, hint, tmp_path,
     (line,) = _stderr_lines(capsys)
     assert line.startswith("stickyflow decode: ") and line.endswith(f"add {hint})"), line
     assert main(["decode", "--input", encoding, "consumer-subscription", str(path)]) == 0
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def test_a_run_that_never_converges_is_a_tall_flagged_bar_not_a_zero():
+    pytest.importorskip("pandas")
+    from stickyflow.adapters.report_simulation import convergence_bars
+    from stickyflow.datasets.simulator import preset, simulate
+
+    sim = simulate(preset("streams-warmup"), ["sticky"])
+    summary = __import__("pandas").DataFrame(sim.summary())
+    rows = __import__("pandas").DataFrame(sim.rows())
+    bars = convergence_bars(summary, rows)
+    never = [b for b in bars if not b["converged"]]
+    assert never, "the preset's sticky run has a disturbance it never settles from"
+    assert all(b["height"] >= 1 for b in bars)
+    assert len(bars) == len(summary)
