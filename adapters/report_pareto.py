@@ -5,7 +5,7 @@ table without repeated rows."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from stickyflow.errors import InvalidSnapshotError, Problem
 
@@ -126,7 +126,8 @@ def with_cost_ratio(snapshot: Any, ratio: float, scale: int = _SCALE) -> dict[st
 
 
 def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RATIOS,
-                 assignors: Sequence[str] = ("optimal",) + GREEDY, *, time_limit: float | None = None):
+                 assignors: Sequence[str] = ("optimal",) + GREEDY, *, time_limit: float | None = None,
+                 progress: Callable[[], None] | None = None):
     """Solve every snapshot at every ratio with every assignor; one row per (kind, assignor, ratio) with totals.
 
     Columns: ``kind``, ``assignor``, ``ratio``, ``traffic_cost``,
@@ -141,7 +142,7 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
     reads are those of what runs this round, while a Streams optimum is one
     of the converged assignment, which an answer with warm-ups out
     (``followups``) has not reached yet; there the totals need not fall and
-    rise with the ratio.
+    rise with the ratio. ``progress()`` is called after each solve (skipped ones too).
     """
     import stickyflow
 
@@ -164,6 +165,9 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
                     except Exception:  # noqa: BLE001 - a failing assignor is a skipped point, not a failed report
                         tot["skipped"] += 1
                         continue
+                    finally:
+                        if progress is not None:
+                            progress()
                     tot["snapshots"] += 1
                     tot["moves"] += int(r.metrics["moves"])
                     tot["cross_rack"] += int(r.metrics.get("cross_rack") or 0)

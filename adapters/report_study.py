@@ -134,9 +134,10 @@ def plot_rounds(summary, path: str | Path | None = None) -> bytes:
 
 
 def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, ratios: Sequence[float] | None = None,
-                     time_limit: float | None = 10.0):
+                     time_limit: float | None = 10.0, progress: Any = None):
     """The traffic-against-moves sweep over the study's first ``count`` rack-aware snapshots of each kind
-    (None when ``count`` is 0 or none has racks)."""
+    (None when ``count`` is 0 or none has racks). ``progress``: a :class:`~stickyflow.adapters.progress.Ticker`
+    to count the solves with (its ``total`` is set once the snapshots are chosen)."""
     if not count:
         return None
     import stickyflow
@@ -175,7 +176,13 @@ def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, rat
     if not snaps:
         return None
     names = [a for a in assignors if a not in ("kp-roundrobin",)]
-    return pareto_sweep(snaps, tuple(ratios or DEFAULT_RATIOS), names, time_limit=time_limit)
+    ratios = tuple(ratios or DEFAULT_RATIOS)
+    if progress is not None:
+        progress.total = len(ratios) * sum(  # the solves pareto_sweep makes: an assignor serves its kinds only
+            len(found[kind]) * sum(a in stickyflow.available_assignors(kind) or ":" in a for a in names)
+            for kind in found)
+    return pareto_sweep(snaps, ratios, names, time_limit=time_limit,
+                        progress=None if progress is None else progress.step)
 
 
 def pareto_table(sweep):

@@ -115,3 +115,36 @@ def test_a_run_that_never_converges_is_a_tall_flagged_bar_not_a_zero():
     assert never, "the preset's sticky run has a disturbance it never settles from"
     assert all(b["height"] >= 1 for b in bars)
     assert len(bars) == len(summary)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def test_progress_lines_come_while_one_step_hangs():
+    import threading
+
+    from stickyflow.adapters.progress import Ticker
+
+    said: list[str] = []
+    two = threading.Event()
+
+    def say(line: str) -> None:
+        said.append(line)
+        if len(said) >= 2:
+            two.set()
+
+    with Ticker(say, "solving snapshots", total=3, every=0.01) as tick:
+        tick.step()
+        assert two.wait(30), said  # the second item "hangs" until the ticker has spoken twice
+        tick.step(2)
+    assert said[0].startswith("solving snapshots: 1/3, ") and said[0].endswith(" s")
+    assert said[-1].startswith("solving snapshots: 3/3 done in ")
+
+
+def test_the_pareto_sweep_counts_every_solve():
+    pytest.importorskip("pandas")
+    from stickyflow.adapters.report_pareto import pareto_snapshots, pareto_sweep
+
+    calls = []
+    sweep = pareto_sweep(pareto_snapshots(2), (0.0, 1.0), ("optimal", "range"), progress=lambda: calls.append(1))
+    assert len(calls) == 2 * 2 * 2 == int((sweep["snapshots"] + sweep["skipped"]).sum())
