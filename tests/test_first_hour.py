@@ -148,3 +148,20 @@ def test_the_pareto_sweep_counts_every_solve():
     calls = []
     sweep = pareto_sweep(pareto_snapshots(2), (0.0, 1.0), ("optimal", "range"), progress=lambda: calls.append(1))
     assert len(calls) == 2 * 2 * 2 == int((sweep["snapshots"] + sweep["skipped"]).sum())
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def test_an_example_named_for_a_rebalancing_mode_runs_in_it():
+    from pathlib import Path
+
+    named = 0
+    for path in sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.json")):
+        doc = json.loads(path.read_text())
+        mode = (doc.get("config") or {}).get("rebalancing_mode", "warmup")
+        for word, meant in (("learner", "learner"), ("warmup", "warmup")):
+            if word in str(doc.get("id", "")):
+                named += 1
+                assert mode == meant, (path.name, doc["id"], mode)
+    assert named
