@@ -14,8 +14,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
 from .report_base import Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page
-from .report_pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, has_racks, pareto_snapshots, pareto_sweep, pareto_table,
-                            plot_pareto, read_snapshots)
+from .report_pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
+                            pareto_sweep, pareto_table, plot_pareto, read_snapshots)
 
 __all__ = ["BATCH_COLUMNS", "STATUSES", "SUMMARY_COLUMNS", "load_batch", "summary_table", "plot_metrics",
            "plot_time_vs_size", "Report", "write_report"]
@@ -303,17 +303,22 @@ def _readable(table):
     return table.rename(columns=names)
 
 
-def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "default", pareto_seed: int = 0,
+def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch", pareto_seed: int = 0,
                  pareto_count: int = 12, ratios: Sequence[float] = DEFAULT_RATIOS,
                  pareto_assignors: Sequence[str] = ("optimal",) + GREEDY, time_limit: float | None = 10.0,
-                 title: str = "stickyflow batch report") -> Report:
+                 title: str = "stickyflow batch report", batch_source: str | Path | None = None) -> Report:
     """Write ``summary.csv``, ``metrics.png``, ``time_vs_size.png``, ``pareto.png``, ``pareto.csv`` and
     ``report.html`` (everything embedded) into ``out_dir``.
 
-    ``pareto_input``: ``"default"`` (the seeded :func:`pareto_snapshots`), a
-    dataset path or ``suite:NAME`` (:func:`read_snapshots`), a list of
-    snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
-    sweep (seconds; None: none).
+    ``pareto_input``: ``"batch"`` (the default: the first ``pareto_count``
+    snapshots with racks of each kind in the batch's own input, found through
+    the record ``stickyflow batch`` leaves in its output, :func:`batch_input`),
+    ``"generated"`` (``pareto_count`` seeded :func:`pareto_snapshots`; the
+    plot says so; ``"default"`` is an old name for it), a dataset path or
+    ``suite:NAME`` (its snapshots with racks, :func:`read_snapshots`), a list
+    of snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
+    sweep (seconds; None: none). ``batch_source``: where ``batch`` was read
+    from, when it is given as a frame.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -348,10 +353,35 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
                                      ("Moves, imbalance, cross-rack reads, solve time", metrics_png),
                                      ("Solve time against size", size_png)]
     sweep = None
+    label = None
+    if isinstance(pareto_input, str) and pareto_input == "batch":
+        where = batch_input(batch_source if batch_source is not None else batch)
+        if where is None:
+            notes.append("No Pareto sweep: the batch output does not say where its snapshots are (it is not a "
+                         "folder written by stickyflow batch). Name them with --pareto-input DATASET, or sweep "
+                         "generated groups with --pareto-input generated.")
+            pareto_input = None
+        elif "://" in where and not where.startswith("file://"):
+            notes.append(f"No Pareto sweep: the batch's input {where} is not a local path. Copy it here and name "
+                         f"it with --pareto-input DATASET.")
+            pareto_input = None
+        elif not Path(where.removeprefix("file://")).exists():
+            notes.append(f"No Pareto sweep: the batch's input {where} is no longer there. Name its snapshots with "
+                         f"--pareto-input DATASET.")
+            pareto_input = None
     if pareto_input is not None:
-        if isinstance(pareto_input, str) and pareto_input == "default":
+        if isinstance(pareto_input, str) and pareto_input in ("generated", "default"):
             snaps = pareto_snapshots(pareto_count, pareto_seed)
-            source = f"{pareto_count} seeded rack-aware consumer groups (seed {pareto_seed})"
+            label = "generated"
+            source = (f"{pareto_count} generated rack-aware consumer groups (seed {pareto_seed}; "
+                      f"--pareto-input generated), not the batch's own snapshots")
+        elif isinstance(pareto_input, str) and pareto_input == "batch":
+            snaps, read = first_with_racks(where.removeprefix("file://"), pareto_count)
+            if not snaps:
+                notes.append(f"Pareto sweep: none of the {read} snapshots of the batch's input has racks on both "
+                             f"sides (members or clients, and partitions): there is no traffic to trade.")
+            source = (f"{len(snaps)} of the batch's own snapshots: the first with racks (at most {pareto_count} "
+                      f"of each kind) among the {read} read from its input {where}")
         else:
             every = read_snapshots(pareto_input)
             snaps = [s for s in every if has_racks(s)]
@@ -359,7 +389,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
         sweep = pareto_sweep(snaps, ratios, pareto_assignors, time_limit=time_limit)
         files["pareto.csv"] = out / "pareto.csv"
         sweep.to_csv(files["pareto.csv"], index=False)
-        pareto_png = plot_pareto(sweep, out / "pareto.png")
+        pareto_png = plot_pareto(sweep, out / "pareto.png", source=label)
         files["pareto.png"] = out / "pareto.png"
         unproven = sweep[(sweep["assignor"] == "optimal") & (sweep["proven"] < sweep["snapshots"])] if len(sweep) \
             else sweep

@@ -49,7 +49,7 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
             y = pd.to_numeric(g[col], errors="coerce")
             offset = (i - (n - 1) / 2) * 0.08  # lines that coincide stay visible
             ax.step(g["round"] + offset, y, where="mid", marker=".", color=colors[label],
-                    linestyle=["-", "--", ":", "-."][i % 4], label=label)
+                    linestyle=["-", "--", ":", "-."][i % 4])
         _mark_events(ax, rows)
         ax.set_ylabel(title, fontsize=9)
         ax.set_xlabel("round (one rebalance each; dotted: an event)", fontsize=8)
@@ -57,7 +57,11 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
         if col != "wall_ms":
             ax.set_ylim(bottom=0)
         ax.yaxis.get_major_locator().set_params(integer=col != "wall_ms" and col != "imbalance")
-    handles, names = axes.flat[0].get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker=".", color=colors[label], linestyle=["-", "--", ":", "-."][i % 4])
+               for i, label in enumerate(labels)] if len(labels) > 1 else []
+    names = list(labels) if len(labels) > 1 else []
     ax = axes.flat[7]
     if summary is not None and len(summary):
         never = _convergence_panel(ax, summary, rows, labels, colors)

@@ -40,6 +40,7 @@ pyspark is imported inside these functions; without it they raise
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -60,6 +61,8 @@ __all__ = [
     "write_results",
     "run_batch",
     "BatchSummary",
+    "BATCH_RECORD",
+    "batch_record",
     "result_schema",
     "SNAPSHOT_COLUMN",
 ]
@@ -307,7 +310,8 @@ def _check_assignor_names(names: Sequence[str]) -> None:
 
 # --------------------------------------------------------------------------- writing
 
-def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | None = None) -> None:
+def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | None = None,
+                  extra_files: Mapping[str, bytes] | None = None) -> None:
     """Write ``df`` as Parquet at ``output``, replacing it only once the whole write has succeeded.
 
     The rows go to ``.<name>.stickyflow-tmp-<run>`` beside ``output`` (overwrite
@@ -317,6 +321,8 @@ def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | 
     Connect, where Hadoop's FileSystem is out of reach, it falls back to an
     overwrite-mode write straight to ``output``: a re-run still replaces
     everything, but an interrupted run leaves a partial folder until then.)
+    ``extra_files`` (name -> bytes; names starting with ``_``, which Parquet
+    readers skip) go into the folder with the rows, before it is renamed.
     """
     spark = df.sparkSession
     jvm = getattr(spark, "_jvm", None)
@@ -340,6 +346,12 @@ def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | 
     run = uuid.uuid4().hex[:12]
     tmp = hadoop_path(parent, f".{name}{TMP_MARK}{run}")
     df.write.mode("overwrite").parquet(tmp.toString())
+    for file_name, data in (extra_files or {}).items():
+        stream = fs.create(hadoop_path(tmp, file_name), True)
+        try:
+            stream.write(bytearray(data))
+        finally:
+            stream.close()
     if on_tmp_written is not None:
         on_tmp_written()
     old = hadoop_path(parent, f".{name}{OLD_MARK}{run}")
@@ -353,6 +365,19 @@ def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | 
 
 
 # --------------------------------------------------------------------------- the batch
+
+BATCH_RECORD = "_stickyflow.json"  # inside OUTPUT: where its snapshots came from (Parquet readers skip "_" files)
+
+
+def batch_record(input: str, format: str, column: str, assignors: Sequence[str]) -> bytes:
+    """What a batch writes beside its rows, so that ``stickyflow report`` can find the snapshots again (its Pareto
+    sweep re-solves them): the input (absolute, when a local path), its format and column, the assignors."""
+    local = input[len("file://"):] if input.startswith("file://") else input
+    where = input if "://" in local else os.path.abspath(local)
+    doc = {"format": "stickyflow.batch/1", "input": where, "input_format": format, "column": column,
+           "assignors": list(assignors)}
+    return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BatchSummary:
@@ -408,7 +433,7 @@ def run_batch(input: str, output: str, assignors: Sequence[str] | str = ("optima
                                seed=seed, num_workers=num_workers, include_result=include_result)
         if watcher:
             watcher.start()
-        write_results(rows, output)
+        write_results(rows, output, extra_files={BATCH_RECORD: batch_record(input, format, column, names)})
     finally:
         if watcher:
             watcher.stop()

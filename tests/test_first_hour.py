@@ -165,3 +165,46 @@ def test_an_example_named_for_a_rebalancing_mode_runs_in_it():
                 named += 1
                 assert mode == meant, (path.name, doc["id"], mode)
     assert named
+
+
+# --------------------------------------------------------------------------- the report's Pareto sweep
+
+
+def _batch_folder(tmp_path, with_record: bool):
+    """A batch output as stickyflow batch leaves it (rows, and the record of its input), over a JSON Lines input
+    of three snapshots: two with racks, one without."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from stickyflow.adapters.report_pareto import pareto_snapshots
+    from stickyflow.adapters.spark import BATCH_RECORD, batch_record
+
+    docs = pareto_snapshots(2, seed=5) + [dict(CONSUMER, id="no-racks")]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    out = tmp_path / "out.parquet"
+    out.mkdir()
+    pd.DataFrame({"id": [d["id"] for d in docs], "kind": "consumer", "assignor": "optimal", "moves": 1,
+                  "imbalance": 0, "cross_rack": 1, "status": "optimal", "wall_s": 0.01,
+                  "error": None}).to_parquet(out / "part-0.parquet")
+    if with_record:
+        (out / BATCH_RECORD).write_bytes(batch_record(str(source), "jsonl", "snapshot", ["optimal"]))
+    return out
+
+
+def test_the_report_sweeps_the_batchs_own_snapshots_by_default(tmp_path):
+    from stickyflow.adapters.report import write_report
+
+    rep = write_report(str(_batch_folder(tmp_path, True)), tmp_path / "rep", ratios=(0.0, 1.0),
+                       pareto_assignors=("optimal", "range"))
+    assert set(rep.pareto["snapshots"] + rep.pareto["skipped"]) == {2}  # the two with racks, not 12 generated
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "2 of the batch&#x27;s own snapshots" in page and "generated" not in page
+
+
+def test_a_batch_without_its_record_gets_no_generated_sweep_in_disguise(tmp_path):
+    from stickyflow.adapters.report import write_report
+
+    rep = write_report(str(_batch_folder(tmp_path, False)), tmp_path / "rep", ratios=(0.0,),
+                       pareto_assignors=("optimal",))
+    assert rep.pareto is None and "pareto.png" not in rep.files
+    assert any("--pareto-input" in note for note in rep.notes)
