@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     cols = ["kind", "assignor", "snapshots", "errors", "moves_total", "imbalance_max", "cross_rack_total",
             "wall_s_mean", "wall_s_max"]
     if len(rep.summary):
-        print(rep.summary[cols].to_string(index=False))
+        from .report_base import without_na
+
+        print(without_na(rep.summary[cols]).to_string(index=False))
     for note in rep.notes:
         print(f"stickyflow report: note: {note}", file=sys.stderr)
     print(f"stickyflow report: wrote {', '.join(str(p) for p in rep.files.values())}", file=sys.stderr)

@@ -14,7 +14,31 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-__all__ = ["Html", "PAGE_CSS", "html_page"]
+__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "without_na"]
+
+MISSING = "\u2014"  # an em dash: how a table shows a value that is missing (pandas would print <NA> or NaN)
+
+
+def without_na(frame):
+    """``frame`` with every missing value (``pd.NA``, NaN, None) shown as :data:`MISSING`, for ``to_html`` and
+    ``to_string``: pandas prints ``<NA>`` for the nullable dtypes' missing values, and ``None`` in object
+    columns, whatever ``na_rep`` says. The other values keep their types (floats stay floats for
+    ``float_format``).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"n": pd.array([1, None], dtype="Int64"), "x": pd.array([0.5, None], dtype="Float64")})
+    >>> without_na(t).to_string(index=False).splitlines()[-1].split()
+    ['\u2014', '\u2014']
+    """
+    pd = _pandas()
+    out = frame.copy()
+    for c in out.columns:
+        col = out[c]
+        if col.isna().any():
+            out[c] = pd.Series([MISSING if v is pd.NA or (isinstance(v, float) and v != v) or v is None
+                                else (v.item() if hasattr(v, "item") else v) for v in col.tolist()],
+                               index=out.index, dtype=object)
+    return out
 
 # --------------------------------------------------------------------------- optional backends
 
@@ -170,8 +194,8 @@ def html_page(title: str, blocks: Sequence[tuple[str, Any]]) -> str:
             if text_cols:  # words read left to right; numbers line up on the right
                 parts.append("<style>" + ",".join(f"#{table_id} td:nth-child({i}),#{table_id} th:nth-child({i})"
                                                   for i in text_cols) + "{text-align:left}</style>")
-            parts.append(content.to_html(index=False, na_rep="", float_format=_cell_number,
-                                         classes="table", border=0, table_id=table_id))
+            parts.append(without_na(content).to_html(index=False, na_rep=MISSING, float_format=_cell_number,
+                                                     classes="table", border=0, table_id=table_id))
         elif isinstance(content, Html):
             parts.append(str(content))
         else:

@@ -208,3 +208,15 @@ def test_a_batch_without_its_record_gets_no_generated_sweep_in_disguise(tmp_path
                        pareto_assignors=("optimal",))
     assert rep.pareto is None and "pareto.png" not in rep.files
     assert any("--pareto-input" in note for note in rep.notes)
+
+
+def test_tables_show_a_dash_not_na():
+    pd = pytest.importorskip("pandas")
+    from stickyflow.adapters.report_base import MISSING, html_page, without_na
+
+    t = pd.DataFrame({"assignor": ["optimal", None], "balanced": pd.array([None, 3], dtype="Int64"),
+                      "cost": pd.array([0.5, None], dtype="Float64")})
+    page = html_page("t", [("table", t)])
+    assert "NA&gt;" not in page and "NaN" not in page and f"<td>{MISSING}</td>" in page
+    text = without_na(t).to_string(index=False)
+    assert "<NA>" not in text and "None" not in text and "NaN" not in text and MISSING in text
