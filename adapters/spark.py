@@ -124,6 +124,8 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
     master = master or "local[*]"
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # a local session binds loopback anyway; saying so spares the "hostname resolves to a loopback" warning
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cores = os.cpu_count() or 2
     settings = {
         "spark.ui.enabled": "false",
@@ -134,7 +136,8 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
         "spark.sql.execution.arrow.maxRecordsPerBatch": "256",
         "spark.python.worker.reuse": "true",
         "spark.sql.sources.partitionOverwriteMode": "static",
-        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:TieredStopAtLevel=1",
+        "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -XX:TieredStopAtLevel=1 "
+                                         f"-Dlog4j2.configurationFile={_log4j_file()}",
         "spark.sql.parquet.compression.codec": "zstd",
     }
     if master.startswith("local"):
@@ -144,27 +147,104 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in settings.items():
         builder = builder.config(k, v)
+    _start_quietly(master, app_name, settings)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
+# Spark's own log4j2 defaults, less their start-up chatter: the root logger still prints warnings and errors,
+# and only the native-Hadoop notice (a missing optional library that changes nothing here) is raised to ERROR.
+# With a configuration of its own, Spark also stops announcing its default profile and log level.
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+"""
+
+# what the JVM prints before any logger exists, and that no setting silences: Spark's launcher always adds
+# --add-modules=jdk.incubator.vector, and the JVM then warns that an incubator module is in use
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+
+
+def _log4j_file() -> str:
+    """The path of :data:`_LOG4J2` written once into the temporary folder (named by its content)."""
+    import hashlib
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(),
+                        f"stickyflow-log4j2-{hashlib.sha1(_LOG4J2.encode()).hexdigest()[:10]}.properties")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(_LOG4J2)
+        os.replace(tmp, path)
+    return path
+
+
+def _start_quietly(master: str, app_name: str, settings: Mapping[str, str]) -> None:
+    """Start the JVM gateway with its standard error piped through a filter that drops :data:`_JVM_NOISE` and
+    passes every other line on, unchanged, to this process's standard error; then the SparkContext on it. Does
+    nothing where a gateway already runs (a second session of this process, a ``pyspark``/``spark-submit``
+    driver), where PySpark no longer offers the hook, or when the start fails (the builder then starts Spark
+    as usual, noise and all)."""
+    try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
+    except ImportError:
+        return
+    if getattr(SparkContext, "_gateway", True) is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    import subprocess
+
+    conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    except Exception:  # noqa: BLE001 - quiet is a nicety: fall back to Spark's own start
+        return
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.stderr is not None:
+        threading.Thread(target=_pass_stderr, args=(proc.stderr,), name="stickyflow-jvm-stderr", daemon=True).start()
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def _pass_stderr(stream: Any) -> None:
+    for line in iter(stream.readline, b""):
+        if not line.startswith(_JVM_NOISE):
+            try:
+                os.write(2, line)
+            except OSError:
+                return
+
+
 # --------------------------------------------------------------------------- reading
 
-def read_snapshots(spark: Any, path: str, *, column: str = SNAPSHOT_COLUMN, format: str | None = None):
+def read_snapshots(spark: Any, path: str, *, column: str = SNAPSHOT_COLUMN, format: str | None = None,
+                   file_paths: bool = False):
     """A DataFrame ``(source string, snapshot string)`` with one row per snapshot of the dataset at ``path``.
 
     ``format`` (``"json"``, ``"jsonl"``, ``"parquet"``) is guessed from a local
     path as in :func:`stickyflow.datasets.dataset_format`; name it for remote paths.
     ``source`` is the file name (JSON Lines and Parquet rows of one file share it;
-    the id tells them apart). Blank JSON Lines are dropped.
+    the id tells them apart). Blank JSON Lines are dropped. With ``file_paths``,
+    JSON Lines rows also carry their file's whole path in a ``_file`` column, with
+    which :func:`solve_dataframe` names the line of each record that fails
+    (``groups.jsonl:17``; Spark's text reader gives no line numbers).
     """
     from pyspark.sql import functions as F
 
     fmt = format or _guess_format(path)
+    where = None
     if fmt == "jsonl":
         df = spark.read.text(path).where(F.trim(F.col("value")) != "")
         text = F.col("value")
+        where = F.col("_metadata.file_path")
     elif fmt == "json":
         # one snapshot per file, however it is indented. wholetext goes as text()'s own argument: PySpark 4's
         # text() passes its wholetext default to the reader and so overrides an earlier .option("wholetext")
@@ -178,7 +258,10 @@ def read_snapshots(spark: Any, path: str, *, column: str = SNAPSHOT_COLUMN, form
         text = F.col(_parquet_text_column(df, column))
     else:
         raise ValueError(f"format: {fmt!r} is not one of json, jsonl, parquet")
-    return df.select(F.col("_metadata.file_name").alias("source"), text.cast("string").alias(SNAPSHOT_COLUMN))
+    columns = [F.col("_metadata.file_name").alias("source"), text.cast("string").alias(SNAPSHOT_COLUMN)]
+    if where is not None and file_paths:  # the whole file's path, for the lines of rows that fail (LineFinder)
+        columns.append(where.alias(WHERE_COLUMN))
+    return df.select(*columns)
 
 
 def _guess_format(path: str) -> str:
@@ -206,6 +289,48 @@ def _parquet_text_column(df: Any, column: str) -> str:
 
 # --------------------------------------------------------------------------- solving
 
+WHERE_COLUMN = "_file"  # read_snapshots' JSON Lines rows: the path of the file each line came from
+
+
+class LineFinder:
+    """The line number of a JSON Lines record in its file, for the rows that fail: Spark's text reader gives no
+    line numbers, so a worker reads the file once (only when one of its rows fails) and indexes its lines by
+    content. Identical lines get their numbers in file order. None where the file is out of this worker's reach
+    (a remote path) or the line is not found."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, dict[int, list[int]] | None] = {}
+
+    def line(self, where: Any, text: str) -> int | None:
+        """The 1-based line of ``text`` in the file ``where`` (a path or ``file:`` URI)."""
+        if not isinstance(where, str):
+            return None
+        index = self._files.get(where, False)
+        if index is False:
+            index = self._files[where] = _line_index(where)
+        if not index:
+            return None
+        numbers = index.get(hash(text))
+        return numbers.pop(0) if numbers and len(numbers) > 1 else numbers[0] if numbers else None
+
+
+def _line_index(where: str) -> dict[int, list[int]] | None:
+    from urllib.parse import unquote, urlparse
+
+    url = urlparse(where)
+    if url.scheme not in ("", "file"):
+        return None
+    index: dict[int, list[int]] = {}
+    try:
+        with open(unquote(url.path) if url.scheme else where, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                index.setdefault(hash(line), []).append(n)
+    except OSError:
+        return None
+    return index
+
+
 @dataclass(frozen=True, slots=True)
 class _Solver:
     """What a worker runs (pickled to the executors): the assignors and how to solve."""
@@ -217,9 +342,13 @@ class _Solver:
     num_workers: int | None
     include_result: bool
 
-    def rows(self, texts: Sequence[Any], sources: Sequence[Any]) -> list[dict[str, Any]]:
+    def rows(self, texts: Sequence[Any], sources: Sequence[Any], wheres: Sequence[Any] | None = None,
+             lines: "LineFinder | None" = None) -> list[dict[str, Any]]:
+        """The batch rows of these snapshots; with ``wheres`` (the JSON Lines file of each), a row that failed
+        names its line in ``source`` (``groups.jsonl:17``), as the local reader does for every row."""
         out: list[dict[str, Any]] = []
-        for text, source in zip(texts, sources):
+        for k, (text, source) in enumerate(zip(texts, sources)):
+            start = len(out)
             source = source if isinstance(source, str) else None
             if not isinstance(text, str):
                 out += error_rows(f"{self.column}: is missing (null)", self.assignors, source=source,
@@ -231,22 +360,30 @@ class _Solver:
             except Exception as exc:  # a bug must cost one row, not the job
                 out += error_rows(f"{type(exc).__name__}: {exc}", self.assignors, status="error", source=source,
                                   include_result=self.include_result)
+            failed = [r for r in out[start:] if r.get("status") in ("invalid", "error")]
+            if failed and wheres is not None and isinstance(text, str) and source:
+                line = (lines or LineFinder()).line(wheres[k], text)
+                for r in failed:
+                    r["source"] = f"{source}:{line}" if line is not None else source
         return out
 
     def arrow(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         schema = _arrow_schema(self.include_result)
+        lines = LineFinder()
         for batch in batches:
             texts = batch.column(SNAPSHOT_COLUMN).to_pylist()
             sources = batch.column("source").to_pylist()
-            yield pa.RecordBatch.from_pylist(self.rows(texts, sources), schema=schema)
+            wheres = batch.column(WHERE_COLUMN).to_pylist() if WHERE_COLUMN in batch.schema.names else None
+            yield pa.RecordBatch.from_pylist(self.rows(texts, sources, wheres, lines), schema=schema)
 
     def pandas(self, frame: Any) -> Any:
         from .pandas import _columns, _typed_frame
 
         texts = [t if isinstance(t, str) else None for t in frame[SNAPSHOT_COLUMN].tolist()]
-        return _typed_frame(self.rows(texts, frame["source"].tolist()), _columns(self.include_result))
+        wheres = frame[WHERE_COLUMN].tolist() if WHERE_COLUMN in frame.columns else None
+        return _typed_frame(self.rows(texts, frame["source"].tolist(), wheres), _columns(self.include_result))
 
 
 def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "sticky"), *,
@@ -273,7 +410,8 @@ def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "stick
     if partitions is None:
         partitions = 4 * max(1, spark.sparkContext.defaultParallelism)
     source = F.col("source").cast("string") if "source" in df.columns else F.lit(None).cast("string")
-    df = df.select(source.alias("source"), F.col(column).cast("string").alias(SNAPSHOT_COLUMN))
+    keep = [WHERE_COLUMN] if WHERE_COLUMN in df.columns else []
+    df = df.select(source.alias("source"), F.col(column).cast("string").alias(SNAPSHOT_COLUMN), *keep)
     solver = _Solver(assignors=names, column=column, time_limit=time_limit, seed=seed, num_workers=num_workers,
                      include_result=include_result)
     schema = result_schema(include_result)
@@ -285,7 +423,7 @@ def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "stick
             # too few input splits to keep every core busy: shuffle. Hash-partition on a row number, not
             # round-robin: Spark sorts the rows before a round-robin repartition
             # (spark.sql.execution.sortBeforeRepartition), which would sort megabytes of JSON text
-            rows = df.select(F.monotonically_increasing_id().alias("_row"), "source", SNAPSHOT_COLUMN)
+            rows = df.select(F.monotonically_increasing_id().alias("_row"), "source", SNAPSHOT_COLUMN, *keep)
             df = rows.repartition(partitions, "_row").drop("_row")
         return df.mapInArrow(solve_batches, schema)
 
@@ -294,7 +432,7 @@ def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "stick
     def solve_group(frame):
         return solver.pandas(frame)
 
-    return df.select(bucket, "source", SNAPSHOT_COLUMN).groupBy("_bucket").applyInPandas(solve_group, schema)
+    return df.select(bucket, "source", SNAPSHOT_COLUMN, *keep).groupBy("_bucket").applyInPandas(solve_group, schema)
 
 
 def _check_assignor_names(names: Sequence[str]) -> None:
@@ -428,7 +566,7 @@ def run_batch(input: str, output: str, assignors: Sequence[str] | str = ("optima
     sc.setJobGroup(group, f"stickyflow batch {input}")
     watcher = _ProgressWatcher(sc, group, progress) if progress else None
     try:
-        snaps = read_snapshots(spark, input, column=column, format=format)
+        snaps = read_snapshots(spark, input, column=column, format=format, file_paths=True)
         rows = solve_dataframe(snaps, names, partitions=partitions, strategy=strategy, time_limit=time_limit,
                                seed=seed, num_workers=num_workers, include_result=include_result)
         if watcher:
