@@ -104,7 +104,7 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
     (no racks). A panel with a single size is a bar per assignor instead of a one-point line; log axes only
     where the values span enough, with plain tick labels (ms)."""
     try:
-        from .report_base import _color, _from_zero, _log_axis, _marker, _pyplot
+        from .report_base import _color, _from_zero, _log_axis, _marker, _pyplot, legend_outside
         plt = _pyplot()
     except Exception:  # noqa: BLE001 - no matplotlib: no plot
         return None
@@ -154,7 +154,7 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
         else:
             _from_zero(ax, ys)
         if len(ax.get_legend_handles_labels()[1]) > 1:
-            ax.legend(fontsize=7, title="assignor", title_fontsize=7)
+            legend_outside(ax, fontsize=7, title="assignor", title_fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     fig.tight_layout()

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "without_na"]
+__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "legend_outside", "without_na"]
 
 MISSING = "\u2014"  # an em dash: how a table shows a value that is missing (pandas would print <NA> or NaN)
 
@@ -145,6 +145,15 @@ def _place_labels(ax, items: Sequence[tuple[float, float, str]], *, color: str =
         placed.append(best[2])
 
 
+def legend_outside(ax, **kwargs: Any) -> Any:
+    """The panel's legend to the right of it, outside the axes: inside, it covers whatever data falls under it
+    (``fig.tight_layout`` makes room for it).
+
+    ``kwargs`` go to ``ax.legend`` (``title``, ``fontsize``, ...)."""
+    kwargs.setdefault("fontsize", 8)
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, **kwargs)
+
+
 def _from_zero(ax, values: Sequence[float]) -> None:
     """Counts start at zero; an all-zero panel shows 0 to 1, not +-0.04."""
     finite = [v for v in values if v is not None and v == v]
@@ -159,9 +168,9 @@ class Html(str):
 
 
 PAGE_CSS = (
-    "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;line-height:1.4}"
+    "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1320px;padding:0 1em;line-height:1.4}"
     "table{border-collapse:collapse;font-size:12.5px;max-width:100%;display:block;overflow-x:auto}"
-    "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+    "th,td{border:1px solid #ccc;padding:2px 5px;text-align:right}"
     "th{background:#f3f3f3;white-space:normal;vertical-align:bottom}"
     "td:first-child{white-space:nowrap}"
     "img{max-width:100%;height:auto;border:1px solid #eee}"

@@ -220,3 +220,56 @@ def test_tables_show_a_dash_not_na():
     assert "NA&gt;" not in page and "NaN" not in page and f"<td>{MISSING}</td>" in page
     text = without_na(t).to_string(index=False)
     assert "<NA>" not in text and "None" not in text and "NaN" not in text and MISSING in text
+
+
+@pytest.fixture
+def kept_figures(monkeypatch):
+    """Every figure the plot functions close, kept open to be looked at."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("pandas")
+    from stickyflow.adapters.report_base import _pyplot
+
+    plt = _pyplot()
+    kept = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
+    yield kept
+    monkeypatch.undo()
+    plt.close("all")
+
+
+def test_no_legend_covers_a_panel(kept_figures, tmp_path):
+    import pandas as pd
+
+    from stickyflow.adapters import cli_bench
+    from stickyflow.adapters.report import plot_metrics, plot_simulation, plot_time_vs_size
+    from stickyflow.adapters.report_study import plot_rounds, plot_vs_size
+    from stickyflow.datasets.simulator import preset, simulate
+
+    names = ["optimal", "sticky", "range"]
+    batch = pd.DataFrame({"id": [f"s{i}" for i in range(6)] * 3, "kind": "consumer",
+                          "assignor": [a for a in names for _ in range(6)], "moves": range(18),
+                          "imbalance": [0, 1] * 9, "cross_rack": 1, "status": "optimal",
+                          "wall_s": [0.001 * (1 + i) for i in range(18)], "error": None,
+                          "partitions": [10, 100, 1000] * 6})
+    plot_metrics(batch)
+    plot_time_vs_size(batch)
+    sc = preset("consumer-eager")
+    plot_simulation(simulate(sc.replace(rounds=4, events=[e for e in sc.events if e.round < 4]), names[:2]))
+    by_size = pd.DataFrame({"kind": "consumer", "assignor": names * 2, "solved": 3, "size_mean": [10] * 3 + [100] * 3,
+                            "moves_mean": [1, 2, 3, 2, 4, 6]})
+    plot_vs_size(by_size, "moves_mean")
+    plot_rounds(pd.DataFrame({"kind": "consumer", "assignor": names, "rounds_mean": [1.0, 1.5, 2.0],
+                              "rounds_max": [1, 3, 4], "snapshots": 5, "errors": 0}))
+    records = [dict(kind="consumer", subscriptions="equal", event="join", size=n, members=10, assignor=a,
+                    wall_s=0.001 * n, racks=0) for n in (100, 1000) for a in names]
+    cli_bench.plot(records, tmp_path / "bench.png", names)  # saves and closes its own figure
+    assert len(kept_figures) >= 5
+    for k, fig in enumerate(kept_figures):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        panels = [ax for ax in fig.axes if ax.axison]
+        legends = [(ax, ax.get_legend()) for ax in panels if ax.get_legend()] + [(None, g) for g in fig.legends]
+        for _, legend in legends:
+            box = legend.get_window_extent(renderer)
+            for ax in panels:
+                assert not box.overlaps(ax.get_window_extent(renderer)), (k, ax.get_title(), ax.get_ylabel())
