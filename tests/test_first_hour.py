@@ -222,23 +222,11 @@ def test_tables_show_a_dash_not_na():
     assert "<NA>" not in text and "None" not in text and "NaN" not in text and MISSING in text
 
 
-@pytest.fixture
-def kept_figures(monkeypatch):
-    """Every figure the plot functions close, kept open to be looked at."""
-    pytest.importorskip("matplotlib")
-    pytest.importorskip("pandas")
-    from stickyflow.adapters.report_base import _pyplot
-
-    plt = _pyplot()
-    kept = []
-    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
-    yield kept
-    monkeypatch.undo()
-    plt.close("all")
-
-
-def test_no_legend_covers_a_panel(kept_figures, tmp_path):
-    import pandas as pd
+def test_no_legend_covers_a_panel(monkeypatch, tmp_path):
+    pd = pytest.importorskip("pandas")
+    plt = pytest.importorskip("matplotlib.pyplot")
+    kept_figures: list = []  # every figure the plot functions close, kept open to be looked at
+    monkeypatch.setattr(plt, "close", kept_figures.append)
 
     from stickyflow.adapters import cli_bench
     from stickyflow.adapters.report import plot_metrics, plot_simulation, plot_time_vs_size
@@ -273,3 +261,5 @@ def test_no_legend_covers_a_panel(kept_figures, tmp_path):
             box = legend.get_window_extent(renderer)
             for ax in panels:
                 assert not box.overlaps(ax.get_window_extent(renderer)), (k, ax.get_title(), ax.get_ylabel())
+    monkeypatch.undo()
+    plt.close("all")
