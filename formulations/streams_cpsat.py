@@ -30,12 +30,15 @@ eligible} x[t, c]`` on the task's holder.
     local state.
 
 Hinted with the flow's plan. Fixed ``random_seed``, ``num_workers`` as given.
-By default the search is interleaved and the time limit counted in
-deterministic time, so that the same snapshot gives the same answer on every
-run (a wall-clock limit stays behind it as a safety net: the whole solve,
-flow hint included, ends by 3 x the budget + 5 s, wide enough that a loaded
-machine rarely cuts the search at another point); ``extra["deterministic"] =
-False`` switches to the free-running parallel portfolio.
+By default the search is interleaved over a fixed number of workers
+(:data:`DETERMINISTIC_WORKERS` unless ``num_workers`` is given) and the time
+limit counted in deterministic time, so that the same snapshot gives the same
+answer on every run, however busy the machine. A wall-clock limit stays
+behind it as a safety net only (the whole solve ends by :data:`WALL_GUARD` x
+the budget + :data:`WALL_GUARD_S`, far above what load does); when it fires,
+``solver.reason`` says so and the search proves nothing.
+``extra["deterministic"] = False`` switches to the free-running parallel
+portfolio, limited by wall-clock time.
 """
 
 from __future__ import annotations
@@ -57,14 +60,20 @@ from stickyflow.registry import SolveOptions
 from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, count_excess,
                              decision_plan, in_sorted, movements, plan_decision, round_standbys, target_cost)
 
-__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS"]
+__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD", "WALL_GUARD_S",
+           "DETERMINISTIC_WORKERS"]
 
 FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
 DEFAULT_TIME_LIMIT = 10.0
-#: the wall-clock guard behind the deterministic limit: CP-SAT's deterministic seconds took 1.4 to 2.7 wall
-#: seconds each on this project's machine (2026-11-27), so the guard sits above that, not to cut a search
-#: that a loaded machine only slows, yet bounds what ``time_limit`` may cost in wall time
-WALL_GUARD, WALL_GUARD_S = 3.0, 5.0
+#: the wall-clock guard behind the deterministic limit, a safety net only: the deterministic limit decides. CP-SAT's
+#: deterministic seconds took 1.4 to 2.7 wall seconds each on this project's quiet machine (2026-11-27), and about
+#: 5 with three busy loops on its two cores; a guard of 3 x the limit + 5 s cut those loaded searches at other
+#: points than quiet ones (issue 37). This one sits far above what load does; when it fires anyway, the result
+#: says so in ``solver.reason`` and claims no proof from that search
+WALL_GUARD, WALL_GUARD_S = 10.0, 30.0
+#: CP-SAT's workers when ``num_workers`` is not given (deterministic search): fixed, since CP-SAT's own default is
+#: the machine's core count, and its interleaved portfolio, hence its answer, follows the number of workers
+DETERMINISTIC_WORKERS = 2
 #: tags with two or more standbys, CP-SAT not asked for by name: above this many (task, client) pairs (times
 #: the time limit over 10 s, when that is more), a valid start (the flow's plan with its standbys repaired, or
 #: the greedy's) is the answer and CP-SAT does not run. Measured on 2026-11-27 (two standbys over 3 zones,
@@ -348,11 +357,9 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     cost_terms = [int(c_) * x[i] for i, c_ in enumerate(xcost.tolist()) if c_]
     scost = m.standby_cost(d.s_t, d.s_c) if ns else np.zeros(0, dtype=np.int64)
     cost_terms += [int(c_) * s[j] for j, c_ in enumerate(scost.tolist()) if c_]
-    if z:  # a covering standby's own move, on the way (StreamsModel.cover_cost), where the target never held it
-        zi = np.fromiter(z.keys(), dtype=np.int64, count=len(z))
-        zt, zc = d.x_t[zi], d.x_c[zi]
-        zcost = np.where(in_sorted(zc * m.T + zt, m.held_keys), 0, m.cover_cost(zt))  # one pass, not one per pair
-        cost_terms += [int(cc) * zv for (zv, _), cc in zip(z.values(), zcost.tolist()) if cc]
+    if len(mv_pairs):  # a movement's way to its target: restorations and the moves of waiting (movement_cost)
+        way = m.movement_cost(d.x_t[mv_pairs], d.x_c[mv_pairs])  # one pass, not one per pair
+        cost_terms += [int(cc) * x[int(i)] for i, cc in zip(mv_pairs.tolist(), way.tolist()) if cc]
     wrep = m.replica_cost(d.x_t[mv_pairs], d.x_c[mv_pairs]) if len(mv_pairs) else np.zeros(0, dtype=np.int64)
     low_terms = [int(r) * w[int(i)] for i, r in zip(mv_pairs.tolist(), wrep.tolist()) if r]
     low_terms += [int(d.s_tie[j]) * s[j] for j in range(ns) if d.s_tie[j]]
@@ -377,9 +384,13 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     p = solver.parameters
     p.random_seed = int(options.seed)
     p.symmetry_level = 0
+    deterministic = options.extra.get("deterministic", True)
     if options.num_workers is not None:
         p.num_workers = int(options.num_workers)
-    deterministic = options.extra.get("deterministic", True)
+    elif deterministic:
+        p.num_workers = DETERMINISTIC_WORKERS
+    guard_s = WALL_GUARD * limit + WALL_GUARD_S
+    guarded = False  # the wall-clock guard ended a stage: the answer depends on the machine's speed and load
     t1 = time.perf_counter()
     status = None
     proven = True
@@ -409,13 +420,16 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             p.max_deterministic_time = max(remaining, 1e-3)
             # a safety net only, the deterministic limit decides: the whole solve ends by WALL_GUARD x the
             # limit + WALL_GUARD_S of wall time at the latest, however the stages share it
-            p.max_time_in_seconds = max(WALL_GUARD * limit + WALL_GUARD_S - (time.perf_counter() - started), 1e-3)
+            p.max_time_in_seconds = max(guard_s - (time.perf_counter() - started), 1e-3)
         else:
             p.max_time_in_seconds = max(remaining, 1e-3)
         cm.minimize(expr)
         st = solver.solve(cm)
         det_used += float(solver.response_proto.deterministic_time)
         stage_status.append((name, solver.status_name(st)))
+        if deterministic and st != cp_model.OPTIMAL and time.perf_counter() - started >= guard_s - 1e-3:
+            guarded = True  # the safety net, not the deterministic limit, ended this stage
+            proven = False
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             if status is None:
                 status = st
@@ -433,6 +447,10 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         cm.clear_hints()
         for v, b in zip(vars_all, kept_values):
             cm.add_hint(v, b)
+    if guarded:
+        extra["reason"] = (f"CP-SAT's wall-clock safety net ({guard_s:g} s) ended the search before its deterministic "
+                           f"limit ({limit:g} s): the machine was too slow or too busy, and another run may answer "
+                           f"differently")
     extra.update(t_cpsat=round(time.perf_counter() - t1, 4), cpsat_deterministic_s=round(det_used, 3),
                  cpsat_status=stage_status,
                  pairs=nx, standby_pairs=ns, tag_vars=n_tag_vars, full=d.full)

@@ -145,4 +145,6 @@ def _keep_flow_unless_better(m: StreamsModel, flow: StreamsPlan, cp: StreamsPlan
     if cp.bound is not None:
         flow.bound = cp.bound if flow.bound is None else max(flow.bound, cp.bound)
     flow.extra = {**flow.extra, "cpsat_status": cp.extra.get("cpsat_status"), "kept_flow_plan": True}
+    if cp.extra.get("reason"):
+        flow.extra["reason"] = cp.extra["reason"]
     return flow
