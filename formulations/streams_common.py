@@ -457,7 +457,9 @@ def movements(model: StreamsModel, target: np.ndarray) -> np.ndarray:
 
 
 def choose_warmups(model: StreamsModel, target: np.ndarray, moving: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Warm-ups for up to ``budget`` movements (-1 elsewhere): cheapest first, ties in TaskId order.
+    """Warm-ups for up to ``budget`` movements (-1 elsewhere): first those whose target held the task in some
+    role (its state there goes on restoring; a movement left waiting loses it, and pays a restoration when its
+    turn comes), then the cheapest, ties in TaskId order.
 
     In learner mode the one learner is a task of the most loaded client (active tasks per thread).
     """
@@ -468,11 +470,12 @@ def choose_warmups(model: StreamsModel, target: np.ndarray, moving: np.ndarray, 
         return warm
     rank = task_rank(m)
     cost = m.replica_cost(tasks, target[tasks])
+    fresh = ~in_sorted(target[tasks] * m.T + tasks, m.held_keys)
     if m.learner:
         load = np.bincount(active, minlength=m.C) / m.threads
-        order = np.lexsort((rank[tasks], cost, -load[active[tasks]]))
+        order = np.lexsort((rank[tasks], cost, fresh, -load[active[tasks]]))
     else:
-        order = np.lexsort((rank[tasks], cost))
+        order = np.lexsort((rank[tasks], cost, fresh))
     pick = tasks[order[:m.budget]]
     warm[pick] = target[pick]
     return warm

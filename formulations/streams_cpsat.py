@@ -72,8 +72,11 @@ DEFAULT_TIME_LIMIT = 10.0
 #: says so in ``solver.reason`` and claims no proof from that search
 WALL_GUARD, WALL_GUARD_S = 10.0, 30.0
 #: CP-SAT's workers when ``num_workers`` is not given (deterministic search): fixed, since CP-SAT's own default is
-#: the machine's core count, and its interleaved portfolio, hence its answer, follows the number of workers
-DETERMINISTIC_WORKERS = 2
+#: the machine's core count, and its interleaved portfolio, hence its answer, follows the number of workers. One:
+#: with two or more, OR-Tools 9.15 aborts the whole process ("Check failed: heuristics.fixed_search != nullptr")
+#: on a hinted model that presolve proves infeasible (issue 37: learner mode, two tag keys); with one it answers
+#: INFEASIBLE. Example 49 of issue 37 played to convergence took 9.5 s with one, 11.0 s with two (quiet machine)
+DETERMINISTIC_WORKERS = 1
 #: tags with two or more standbys, CP-SAT not asked for by name: above this many (task, client) pairs (times
 #: the time limit over 10 s, when that is more), a valid start (the flow's plan with its standbys repaired, or
 #: the greedy's) is the answer and CP-SAT does not run. Measured on 2026-11-27 (two standbys over 3 zones,
@@ -169,10 +172,15 @@ def _balanced(cm, m: StreamsModel, counts: list, excess, name: str) -> None:
 
 
 def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None,
-                hint: StreamsPlan | None = None, auto: bool = False) -> StreamsPlan:
+                hint: StreamsPlan | None = None, auto: bool = False, waiting_spread: bool = True,
+                retry: bool = True) -> StreamsPlan:
     """Solve ``model`` with CP-SAT within ``options.time_limit`` (default 10 s); see the module docstring.
 
     ``hint``: a plan of the flow (computed here when not given, with tags and the move cap relaxed).
+    ``waiting_spread``: a movement that waits this round (no warm-up, no covering standby) spreads its
+    converged replicas around its target already (the default: its standbys need not move again when its turn
+    comes); where that leaves no solution (every client its own combination of two tag keys, one learner a
+    round), the model is solved again without it, when ``retry``.
     ``auto``: CP-SAT was not asked for by name; then, for tags with two or more standbys above
     :data:`START_ONLY_PAIRS` (task, client) pairs (more with a time limit above 10 s, in proportion), a valid
     start is the answer and CP-SAT does not run (see there).
@@ -345,7 +353,11 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             spread(t, holders.get(t, []) + sb + covering.get(t, []), need - sum(by_task_w.get(t, [])), "")
             if t in mv_expr:  # a task that may move: the converged assignment spreads its replicas too
                 tx = [(int(d.x_c[i]), x[i]) for i in by_task_x[t]]
-                spread(t, tx + sb, sum(int(best[m.client_combo[c]]) * e for c, e in tx), "c")
+                need = sum(int(best[m.client_combo[c]]) * e for c, e in tx)
+                if not waiting_spread:  # only once it moves (warm-up or covering standby): see the docstring
+                    going = [w[i] for i in by_task_x[t] if i in w] + [z[i][0] for i in by_task_x[t] if i in z]
+                    need -= int(best.max(initial=0)) * (mv_expr[t] - sum(going) if going else mv_expr[t])
+                spread(t, tx + sb, need, "c")
     # active tasks that leave their previous client: capped by max_moves, and a tie-break below
     kept_prev = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
     n_left = int(m.had.sum()) - sum(kept_prev) if kept_prev else int(m.had.sum())
@@ -455,6 +467,8 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                  cpsat_status=stage_status,
                  pairs=nx, standby_pairs=ns, tag_vars=n_tag_vars, full=d.full)
     if status == cp_model.INFEASIBLE:
+        if retry and waiting_spread and m.tag_keys and m.want:
+            return solve_cpsat(m, options, started=started, hint=hint, auto=auto, waiting_spread=False, retry=False)
         raise InfeasibleError("CP-SAT proved the model infeasible (e.g. max_moves below what balance needs)")
     if status == cp_model.MODEL_INVALID:
         raise SolverFaultError(f"CP-SAT: invalid model ({cm.validate()})")

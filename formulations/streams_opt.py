@@ -60,7 +60,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from stickyflow.errors import StickyflowError, UnknownAssignorError
+from stickyflow.errors import InfeasibleError, StickyflowError, UnknownAssignorError
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 from stickyflow.streams import StreamsSnapshot
@@ -111,9 +111,13 @@ def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None
         if options.time_limit is None:
             options = replace(options, time_limit=CPSAT_AUTO_TIME_LIMIT)
         flow_plan = plan
-        plan = solve_cpsat(model, options, started=t0, hint=flow_plan)
-        plan = _keep_flow_unless_better(model, flow_plan, plan)
-        _best_bound(model, plan, flow_plan.bound)
+        try:
+            plan = solve_cpsat(model, options, started=t0, hint=flow_plan, retry=False)
+        except InfeasibleError as exc:  # the flow's plan keeps every rule, so the model holds it: a model fault
+            plan.extra = {**plan.extra, "cpsat_error": str(exc)}
+        else:
+            plan = _keep_flow_unless_better(model, flow_plan, plan)
+            _best_bound(model, plan, flow_plan.bound)
     return plan_decision(model, plan)
 
 
