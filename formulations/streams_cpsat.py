@@ -20,12 +20,14 @@ eligible} x[t, c]`` on the task's holder.
     with e = 0 for active tasks, e = e_k >= 0 for stateful actives, replicas (x + s) and each subtopology
     tags (KIP-708):  y[t, k, v] <= sum_{c: tag_k(c) = v} (a[t, c] + s[t, c] + sum z[t, c]),
                      sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
+                     (and around its target for a task that may move, relaxed for a movement that waits only
+                     where the model has no solution otherwise: see ``waiting_spread``)
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
-    minimize, lexicographically: sum_k e_k; the cost of the converged assignment
+    minimize, lexicographically: sum_k e_k; the cost of the converged assignment and the way there
         sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c]
-        + sum_{c never held t} noc_t z[t, c] (a covering standby's move);  movements (each a round of waiting),
-        then active tasks leaving their previous client;
+        + sum_{c not eligible for t} movement_cost(t, c) x[t, c] (restorations and moves of waiting);
+        movements (each a round of waiting), then active tasks leaving their previous client;
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.
 

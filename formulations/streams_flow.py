@@ -9,13 +9,15 @@ stateful?) -> client -> sink, lower bounds moved into the supplies), and under
 ``balance_subtopology`` each (client, subtopology) node sits below its
 (client, stateful?) node with its own box. A unit costs
 
-    K * (active_cost(t, c) + standby_floor(t, c)) + L * [t constrained and c not eligible]
+    K * (active_cost(t, c) + standby_floor(t, c) + way(t, c)) + L * [t constrained and c not eligible]
         + [t leaves its previous client]
 
 where ``standby_floor(t, c)`` is what the task's ``want`` standbys cost at
 least with the active on ``c`` (the ``want`` cheapest other clients, a held
 one free of the standby move: these are the converged standbys, away from the
-target), and the last two terms, together below one unit
+target), ``way(t, c)`` what a movement costs on its way
+(:meth:`.streams_common.StreamsModel.movement_cost`, 0 where ``c`` is
+eligible), and the last two terms, together below one unit
 of cost (:func:`tie_weights`), prefer among equal costs a target that can run
 at once (no warm-up), then one that moves fewer tasks (a stateless task under
 ``min_traffic`` costs nothing to move, and must not move for nothing). The

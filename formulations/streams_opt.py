@@ -22,9 +22,11 @@ stateful task; what the clients run this round follows from it:
                 runs and, for a task that moves, around its target
     objective   minimize  non_overlap_cost * (moves + standby_moves) + traffic_cost * cross_rack
                 of the converged assignment (targets as actives), a standby move being a standby on a
-                client that held the task in no role, plus the standby move of each covering standby (paid
-                on the way); then the fewest movements (each waits a round); then the fewest active tasks
-                leaving their client (nothing moves for nothing)
+                client that held the task in no role, plus the way of each movement, every restoration at
+                non_overlap_cost (StreamsModel.movement_cost: meanwhile it runs on its holder, a move unless
+                that is its previous client; its state is restored on the target unless the target held it;
+                then it moves), so that what the next rounds cost is priced now (issue 37); then the fewest
+                movements (each waits a round); then the fewest active tasks leaving their client
 
 So the balance factor is slack within which stickiness wins: a balanced
 assignment that moves nothing costs 0 and is kept. When nothing waits, the
