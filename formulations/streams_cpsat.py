@@ -75,9 +75,13 @@ DEFAULT_TIME_LIMIT = 10.0
 WALL_GUARD, WALL_GUARD_S = 10.0, 30.0
 #: CP-SAT's workers when ``num_workers`` is not given (deterministic search): fixed, since CP-SAT's own default is
 #: the machine's core count, and its interleaved portfolio, hence its answer, follows the number of workers. One:
-#: with two or more, OR-Tools 9.15 aborts the whole process ("Check failed: heuristics.fixed_search != nullptr")
-#: on a hinted model that presolve proves infeasible (issue 37: learner mode, two tag keys); with one it answers
-#: INFEASIBLE. Example 49 of issue 37 played to convergence took 9.5 s with one, 11.0 s with two (quiet machine)
+#: played to convergence at the 2 s budget, the issue's example 49 cost 37 in 6 rounds with one worker and 44 in 7
+#: with two, example 66 232 in 4 rounds and 368 in 12 (2026-11-28, commit of this line); over
+#: bench/streams_vs_greedy.py's 288 plays two workers did better, 18,799 against 19,198 in total (2%) and 257
+#: proven round-0 answers against 247. And with two or more, OR-Tools 9.15 aborts the whole process ("Check
+#: failed: heuristics.fixed_search != nullptr") on a hinted model that presolve proves infeasible (issue 37:
+#: learner mode, two tag keys), where one worker answers INFEASIBLE; so with ``num_workers`` of two or more the
+#: first stage still runs on one worker unless the hint is known to solve the model (:func:`_hint_solves`)
 DETERMINISTIC_WORKERS = 1
 #: tags with two or more standbys, CP-SAT not asked for by name: above this many (task, client) pairs (times
 #: the time limit over 10 s, when that is more), a valid start (the flow's plan with its standbys repaired, or
@@ -399,10 +403,15 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     p.random_seed = int(options.seed)
     p.symmetry_level = 0
     deterministic = options.extra.get("deterministic", True)
-    if options.num_workers is not None:
-        p.num_workers = int(options.num_workers)
-    elif deterministic:
-        p.num_workers = DETERMINISTIC_WORKERS
+    workers = options.num_workers if options.num_workers is not None else \
+        (DETERMINISTIC_WORKERS if deterministic else None)
+    if workers is not None:
+        p.num_workers = int(workers)
+    # until a stage has found a solution the model may have none; hinted and interleaved over two or more
+    # workers, OR-Tools 9.15 then aborts the process (see DETERMINISTIC_WORKERS): one worker, unless the hint
+    # is a solution (then so is the model, and every later stage, which its predecessor's solution solves)
+    safe_first = not (deterministic and workers is not None and workers > 1) or \
+        (hint is not None and _hint_solves(cp_model, cm, int(options.seed)))
     guard_s = WALL_GUARD * limit + WALL_GUARD_S
     guarded = False  # the wall-clock guard ended a stage: the answer depends on the machine's speed and load
     t1 = time.perf_counter()
@@ -431,6 +440,8 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         remaining *= {"excess": 0.25, "cost": 0.6, "movements": 0.9}.get(name, 1.0)
         if deterministic:
             p.interleave_search = True
+            if workers is not None:
+                p.num_workers = int(workers) if (safe_first or status is not None) else 1
             p.max_deterministic_time = max(remaining, 1e-3)
             # a safety net only, the deterministic limit decides: the whole solve ends by WALL_GUARD x the
             # limit + WALL_GUARD_S of wall time at the latest, however the stages share it
@@ -526,6 +537,19 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     if status == cp_model.OPTIMAL and d.full:
         plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance
     return plan
+
+
+def _hint_solves(cp_model, cm, seed: int) -> bool:
+    """Whether ``cm``'s hint is a solution of it: every hinted variable fixed to its hint, the others found by a
+    short search on one worker (deterministic, and safe where the model has no solution)."""
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    p.fix_variables_to_their_hinted_value = True
+    p.num_workers = 1
+    p.random_seed = seed
+    p.max_deterministic_time = 0.25
+    p.max_time_in_seconds = 60.0  # a safety net only
+    return solver.solve(cm) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None:
