@@ -322,12 +322,12 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
             raise StickyflowError(f"max_moves: must be an integer >= 0, not {mm!r}")
         model.max_moves = mm
 
-    # holders: the previous owner when it is eligible (a movement then pays no move to wait), else the
-    # cheapest eligible client (snapshot order on ties)
+    # holders: the cheapest eligible client (the previous owner first on ties, then snapshot order): another
+    # client only where its traffic saves more than the move costs, each round the movement waits
     if len(cu_t):
         cost = model.active_cost(cu_t, cu_c)
         not_prev = ~in_sorted(cu_c * T + cu_t, prev_keys)
-        order = np.lexsort((cu_c, cost, not_prev, cu_t))
+        order = np.lexsort((cu_c, not_prev, cost, cu_t))
         first = order[np.unique(cu_t[order], return_index=True)[1]]
         model.holder[cu_t[first]] = cu_c[first]
         model.hold_cost[cu_t[first]] = cost[first]

@@ -76,7 +76,8 @@ WALL_GUARD, WALL_GUARD_S = 10.0, 30.0
 #: CP-SAT's workers when ``num_workers`` is not given (deterministic search): fixed, since CP-SAT's own default is
 #: the machine's core count, and its interleaved portfolio, hence its answer, follows the number of workers. One:
 #: played to convergence at the 2 s budget, the issue's example 49 cost 37 in 6 rounds with one worker and 44 in 7
-#: with two, example 66 232 in 4 rounds and 368 in 12 (2026-11-28, commit of this line); over
+#: with two, example 66 232 in 4 rounds and 368 in 12 (2026-11-28, with holders preferring their previous owner,
+#: since reverted: now 35 in 5 and 241 in 4 with one); over
 #: bench/streams_vs_greedy.py's 288 plays two workers did better, 18,799 against 19,198 in total (2%) and 257
 #: proven round-0 answers against 247. And with two or more, OR-Tools 9.15 aborts the whole process ("Check
 #: failed: heuristics.fixed_search != nullptr") on a hinted model that presolve proves infeasible (issue 37:
