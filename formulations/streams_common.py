@@ -226,9 +226,8 @@ class StreamsModel:
         >>> StreamsModel.movement_cost(m, [0], [1]).tolist()   # warm-up on 1 (a restoration), then the move
         [1]
         >>> m.holder = np.array([2])                    # client 0 fell behind: it runs on 2 meanwhile
-        >>> StreamsModel.movement_cost(m, [0, 0], [0, 1]).tolist()   # back to 0: two moves, none counted;
+        >>> StreamsModel.movement_cost(m, [0, 0], [0, 1]).tolist()   # back to 0: 2 moves; to 1: 3 less 1 counted
         [2, 2]
-        >>> # to 1: two moves and a restoration, one move counted
         """
         t = np.asarray(t, dtype=np.int64)
         c = np.asarray(c, dtype=np.int64)
