@@ -112,7 +112,8 @@ def _judge(doc: dict, label: str) -> tuple[bool, bool]:
 
 
 def test_small_applications_converge_within_the_bound_and_cost_no_more_than_the_greedy(seed):
-    """Two hundred small generated applications (both rebalancing modes, racks, tags, standbys, threads)."""
+    """Two hundred small generated applications (both rebalancing modes, racks, tags, standbys, threads; about
+    2 s)."""
     rng = random.Random(seed)
     as_balanced = cheaper = 0
     for _ in range(200):
@@ -125,10 +126,11 @@ def test_small_applications_converge_within_the_bound_and_cost_no_more_than_the_
 
 
 @pytest.mark.slow
-def test_more_and_larger_applications_converge_and_cost_no_more_than_the_greedy(seed):
+def test_larger_applications_converge_and_cost_no_more_than_the_greedy(seed):
+    """Forty larger ones (up to 24 tasks, 8 clients: CP-SAT improves many of their plans; about 20 s)."""
     rng = random.Random(seed)
-    for _ in range(400):
-        doc = random_streams(rng.randrange(2**31), tasks=rng.randint(5, 30), clients=rng.randint(2, 8),
+    for _ in range(40):
+        doc = random_streams(rng.randrange(2**31), tasks=rng.randint(5, 24), clients=rng.randint(2, 8),
                              mode=rng.choice(["warmup", "warmup", "learner"]))
         _judge(doc, json.dumps(doc))
 
