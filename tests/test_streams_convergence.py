@@ -74,8 +74,10 @@ def test_next_round_takes_the_replicas_as_caught_up_and_drops_other_state():
 def test_round_zero_promise_holds_over_the_whole_way(seed):
     """No detours: the cost the first round's plan stands for (``target_cost``: the settled assignment and the
     way there) is what the convergence costs in all, at most, wherever every round is proven optimal (a later
-    round finds nothing dearer than what is left of the first plan). Warm-up mode without tags: there the first
-    plan's balance is the best, and no learner rule picks which movement waits."""
+    round finds nothing dearer than what is left of the first plan). Warm-up mode, without tags (the first
+    plan's balance is then the best), racks (a waiting movement may move to a holder that caught up meanwhile,
+    whose traffic saves more than the move each round it waits) or learner mode (its rule picks which movement
+    waits)."""
     from stickyflow.formulations.streams_opt import solve_streams
     from stickyflow.registry import SolveOptions
 
@@ -83,7 +85,7 @@ def test_round_zero_promise_holds_over_the_whole_way(seed):
     checked = 0
     for _ in range(120):
         doc = random_streams(rng.randrange(2**31), tasks=rng.randint(1, 10), clients=rng.randint(2, 5), tags=None,
-                             mode="warmup")
+                             racks=None, mode="warmup")
         run = converge(doc, "optimal", check=check_result)
         plans = [solve_streams(s, SolveOptions()) for s in run.snapshots]
         if any(p.status != "optimal" for p in plans):
