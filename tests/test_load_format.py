@@ -212,4 +212,4 @@ def test_the_example_solves_with_every_consumer_assignor():
     snap = stickyflow.load_snapshot(EXAMPLE)
     for name in stickyflow.available_assignors("consumer"):
         result = stickyflow.assign(snap, name)
-        assert result.error == "NONE", name
+        assert result.error == "NONE" and result.metrics["peak_utilization"] is not None, name
