@@ -71,7 +71,7 @@ def _inputs(snap: ConsumerSnapshot) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     capacity, and every member's rank by id."""
     model = load_model(snap)
     rates = model.rates if loads_known(snap) else np.ones(len(model.rates))
-    return rates, model.offsets, model.capacity, java_string_order(snap._column("id"))
+    return rates, model.offsets, model.capacity, java_string_order(list(snap.member_index()))
 
 
 def _decision(snap: ConsumerSnapshot, owner: np.ndarray, offsets: np.ndarray, method: str) -> Decision:

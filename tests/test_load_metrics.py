@@ -130,7 +130,7 @@ def test_each_part_of_the_cheap_bound(topics, members, bound):
     assert cheap_peak_bound(snap) == pytest.approx(bound)
 
 
-def _least_peak(snap) -> float:
+def least_peak(snap) -> float:
     """The least possible peak utilization, by exhaustive search (branch and bound, largest rates first)."""
     from stickyflow.load import load_model
     from stickyflow.load_check import active_members
@@ -172,7 +172,7 @@ def test_the_cheap_bound_never_exceeds_the_least_possible_peak(seed):
                                  claims=False)
         snap = stickyflow.parse_snapshot(doc)
         bound = cheap_peak_bound(snap)
-        least = _least_peak(snap)
+        least = least_peak(snap)
         assert bound <= least * (1 + 1e-12) + 1e-12, (doc, bound, least)
         tight += bound >= least * (1 - 1e-12)
         # and every built-in count-based answer reaches at least the least peak
