@@ -75,8 +75,7 @@ class Topic:
             object.__setattr__(self, "racks", tuple(frozenset(names(r, f"{where}[{i}]"))
                                                     for i, r in enumerate(names(racks, where))))
         rates = self.rates
-        if rates is not None and not (type(rates) is np.ndarray and rates.dtype == np.float64
-                                      and not rates.flags.writeable and len(rates) == self.partitions):
+        if rates is not None:  # always checked and copied: the caller keeps its array (the reader sets its own)
             arr, at, rule = read_rates(rates, self.partitions)
             if arr is None:
                 raise InvalidSnapshotError(Problem(f"Topic(name={self.name!r}).rates{at}", rule))
@@ -564,7 +563,9 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
                 chk.fail(f"{path}.rates{at}", rule)
                 continue  # left out: its rates are not missing, they are wrong
         if n is not None:
-            topics[name] = Topic(name=name, partitions=n, racks=racks, rates=rates)
+            topic = topics[name] = Topic(name=name, partitions=n, racks=racks)
+            if rates is not None:  # checked above, and the reader's own: not checked and copied again
+                object.__setattr__(topic, "rates", rates)
     return MappingProxyType(topics)
 
 

@@ -102,6 +102,15 @@ def test_the_reader_copies_the_callers_array():
     snap = stickyflow.parse_snapshot(doc)
     mine[0] = 99.0
     assert snap.topics["orders"].rates[0] == 1.0 and mine.flags.writeable
+    # a read-only array is no promise: its owner may make it writeable again, and it is checked like any other
+    mine.flags.writeable = False
+    topic = Topic(name="orders", partitions=3, rates=mine)
+    mine.flags.writeable = True
+    mine[0] = 5.0
+    assert topic.rates[0] == 99.0
+    mine[1] = np.nan
+    mine.flags.writeable = False
+    assert _field(lambda: Topic(name="orders", partitions=3, rates=mine)) == "Topic(name='orders').rates[1]"
 
 
 @pytest.mark.parametrize("edit, field", [
