@@ -373,7 +373,36 @@ def _shift_replicas(m: StreamsModel, lam: np.ndarray) -> StreamsModel:
 
 def _free_standbys(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.ndarray, spread: bool = True
                    ) -> np.ndarray:
-    """Standbys per client when each goes where it is cheapest for ``target``, capacities ignored.
+    """Standbys per client when each goes where it is cheapest for ``target``, capacities ignored
+    (:func:`free_placement`); where the standby flow cannot place them (a rack pool too small), each at its
+    cheapest held client."""
+    placed = free_placement(m, S, target, hi, spread)
+    if placed is not None:
+        return np.bincount(placed[1], minlength=m.C)
+    ht, hc = m.held_t, m.held_c
+    ok = m.stateful[ht] & (hc != target[ht])
+    ht, hc = ht[ok], hc[ok]
+    price = m.standby_cost(ht, hc)
+    o = np.lexsort((price, ht))
+    ht, hc, price = ht[o], hc[o], price[o]
+    first = np.r_[True, ht[1:] != ht[:-1]] if len(ht) else np.zeros(0, dtype=bool)
+    ht, hc, price = ht[first], hc[first], price[first]
+    fresh = (m.rep_cell + m.noc[:, None]).min(axis=1)
+    return np.bincount(hc[price <= fresh[ht]], minlength=m.C)
+
+
+def free_placement(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.ndarray, spread: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The converged standbys (task, client) of ``target``, each where it is cheapest, capacities ignored:
+    the standby part of the relaxation that the replica prices correct, so its counts are what the prices
+    follow. None where the standby flow cannot place them.
+
+    What runs this round is the target, except a movement, which runs on its holder: tags spread around that
+    (a standby on the holder, covering the movement, shows the target's values this round). Spread around the
+    target instead, as before 2026-11-28, a cover looked like a second replica in the target's zone and was
+    priced away: the counts were of a dearer placement than the floor's (on most small tagged instances), the
+    prices went to the wrong clients, and the scale benchmark's `tags` cases stalled 1% to 2% below their
+    plans (docs/streams.md, "Scale").
 
     With ``spread``, among the cheapest placements the one that fills clients least beyond ``hi`` (the
     replica caps): equally cheap clients (a rack pool's, above all) share the standbys instead of one of them
@@ -382,22 +411,15 @@ def _free_standbys(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.nd
     """
     top = hi if spread else np.full(m.C, m.T * (m.want + 1) + 1, dtype=np.int64)
     box = (np.zeros(m.C, dtype=np.int64), top)
+    moving = movements(m, target)
+    active = np.where(moving, m.holder, target)
+    cls, allowed = allowed_combos(m, active)
     try:
-        cls, allowed = allowed_combos(m, target)
-        _, cs, _, _ = _standby_flow(m, S, target, target, movements(m, target), cls, allowed,
-                                    np.bincount(target, minlength=m.C), box, cost_first=True)
-        return np.bincount(cs, minlength=m.C)
-    except (SolverFaultError, InfeasibleError):  # a rack pool too small, or tags: each at its cheapest held
-        ht, hc = m.held_t, m.held_c
-        ok = m.stateful[ht] & (hc != target[ht])
-        ht, hc = ht[ok], hc[ok]
-        price = m.standby_cost(ht, hc)
-        o = np.lexsort((price, ht))
-        ht, hc, price = ht[o], hc[o], price[o]
-        first = np.r_[True, ht[1:] != ht[:-1]] if len(ht) else np.zeros(0, dtype=bool)
-        ht, hc, price = ht[first], hc[first], price[first]
-        fresh = (m.rep_cell + m.noc[:, None]).min(axis=1)
-        return np.bincount(hc[price <= fresh[ht]], minlength=m.C)
+        ts, cs, _, _ = _standby_flow(m, S, active, target, moving, cls, allowed,
+                                     np.bincount(target, minlength=m.C), box, cost_first=True)
+    except (SolverFaultError, InfeasibleError):  # a rack pool too small, or tags
+        return None
+    return ts, cs
 
 
 def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:
