@@ -17,7 +17,8 @@ least with the active on ``c`` (the ``want`` cheapest other clients, a held
 one free of the standby move: these are the converged standbys, away from the
 target), ``way(t, c)`` what a movement costs on its way
 (:meth:`.streams_common.StreamsModel.movement_cost`, 0 where ``c`` is
-eligible), and the last two terms, together below one unit
+eligible; in learner mode with the round price, so that the fewest movements
+come first), and the last two terms, together below one unit
 of cost (:func:`tie_weights`), prefer among equal costs a target that can run
 at once (no warm-up), then one that moves fewer tasks (a stateless task under
 ``min_traffic`` costs nothing to move, and must not move for nothing). The
@@ -295,7 +296,7 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, conside
     K = PRICE_UNITS
     S, hi = _replica_caps(m)
     scaled = replace(m, act_cell=m.act_cell * K, rep_cell=m.rep_cell * K, move_cost=m.move_cost * K,
-                     noc=m.noc * K, hold_cost=m.hold_cost * K)
+                     noc=m.noc * K, hold_cost=m.hold_cost * K, round_price=m.round_price * K)
     count = np.bincount(target, minlength=m.C) + _free_standbys(m, S, target, hi, spread=False)
     lam = np.maximum(0, np.sign(count - hi))
     values: list[int] = []
@@ -895,7 +896,8 @@ def tie_weights(m: StreamsModel, floor: "StandbyFloor | None" = None) -> tuple[i
     int64, ``L = 1`` and ``K = 2 T + 1``: the cost still first, the two ties summed.
     """
     T = m.T
-    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + 3 * np.where(m.constrained, m.noc, 0)  # the way
+    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + \
+        np.where(m.constrained, 3 * m.noc + m.round_price, 0)  # the way
     rep = m.rep_cell.max(axis=1, initial=0) + m.noc
     extra = floor.upper() if floor is not None else 0
     upper = int((act + extra + (m.want + 1) * np.where(m.stateful, rep, 0)).sum()) + 1

@@ -108,8 +108,10 @@ def _judge(doc: dict, label: str) -> tuple[bool, bool]:
     as_balanced = at_least_as_balanced(g.excess, o.excess)
     if as_balanced:
         assert o.total_cost <= g.total_cost, (label, o.total_cost, g.total_cost, o.excess, g.excess)
-        if o.total_cost == g.total_cost:  # more rounds only for a strictly lower total (the spec: cost first)
-            assert o.rounds <= g.rounds, (label, o.rounds, g.rounds)
+        if o.snapshots[0].config.rebalancing_mode == "learner" or o.total_cost == g.total_cost:
+            # learner mode: the fewest movements first, so no more rounds; with warm-ups, more rounds only for a
+            # strictly lower total (the spec: cost first; docs/streams.md, "Learner mode: rounds first")
+            assert o.rounds <= g.rounds, (label, o.rounds, g.rounds, o.total_cost, g.total_cost)
     return as_balanced, o.total_cost < g.total_cost
 
 
@@ -149,6 +151,30 @@ def test_issue_applications(name):
     doc = json.loads((CONVERGENCE / f"{name}.json").read_text())
     _judge(doc, name)
 
+
+
+def test_learner_mode_takes_no_more_rounds_than_the_greedy(seed):
+    """Learner mode with racks (``min_traffic``): each movement takes a rebalance of its own, and priced at its
+    cost alone the optimizer moved task after task to save traffic (11 rounds against the greedy's 1, say, at 22
+    against 120). With the fewest movements first, wherever the greedy settles at least as balanced the
+    optimizer takes no more rounds and costs no more in total; where the greedy settles in one round, so does
+    it (the greedy's answer is a plan without movements; about 1 s)."""
+    from stickyflow.datasets.generators import streams_snapshot
+
+    rng = random.Random(seed)
+    as_balanced = one_round = 0
+    for _ in range(30):
+        doc = streams_snapshot(rng.choice(["steady", "scale_out", "rack_outage", "lag_skew", "rolling_restart",
+                                           "scale_in"]),
+                               tasks=rng.randint(8, 30), clients=rng.randint(2, 6), seed=rng.randrange(10**6), racks=3,
+                               num_standby_replicas=rng.choice([0, 1]), subtopologies=rng.randint(1, 3),
+                               config={"rebalancing_mode": "learner", "rack_aware_assignment_strategy": "min_traffic",
+                                       "rack_aware_assignment_tags": [], "balance_factor": rng.choice([1, 2])})
+        a, _ = _judge(doc, doc["id"])
+        as_balanced += a
+        one_round += a and converge(doc, "sticky").rounds == 1
+    print(f"greedy at least as balanced on {as_balanced} of 30, settled in one round on {one_round}")
+    assert one_round >= 5
 
 def test_learner_mode_budget_is_one():
     doc = json.loads((CONVERGENCE / "example-streams-12.json").read_text())
