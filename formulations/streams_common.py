@@ -190,7 +190,8 @@ class StreamsModel:
     combo_count: np.ndarray
     max_moves: int | None
     rack_aware: bool
-    round_price: int = 0            # learner mode: what each movement pays on top (see round_price)
+    movements_first: bool = False   # the fewest movements before the cost (learner mode by default)
+    round_price: int = 0            # ... what each movement then pays on top (see round_price)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def active_cost(self, t, c) -> np.ndarray:
@@ -249,9 +250,10 @@ class StreamsModel:
 
 
 def round_price(m: StreamsModel) -> int:
-    """What a movement pays on top of its way in learner mode: one more than any plan's cost can be (the
-    converged cost and the way, every term at its dearest), so that the fewest movements come first and the
-    cost decides among them; 0 in warm-up mode, where the cost comes first (the spec's order).
+    """What a movement pays on top of its way where the fewest movements come first (``movements_first``:
+    learner mode unless the option says otherwise): one more than any plan's cost can be (the converged cost
+    and the way, every term at its dearest), so that the fewest movements come first and the cost decides
+    among them; 0 otherwise, where the cost comes first (the spec's order).
 
     In learner mode each movement takes a rebalance of its own (one learner a rebalance), so rounds are
     movements. Priced at their cost alone, plans moved tasks one probing rebalance after another to save
@@ -259,13 +261,14 @@ def round_price(m: StreamsModel) -> int:
     t118-c7), at least as balanced, where issue 37 asks for no more rounds as well as no higher total. With
     the fewest movements first, both hold on all 288 (docs/streams.md, "Learner mode: rounds first").
 
-    >>> m = type("M", (), {"learner": True, "constrained": np.array([True, False]), "stateful": np.array([True, False]),
+    >>> m = type("M", (), {"movements_first": True, "constrained": np.array([True, False]),
+    ...                    "stateful": np.array([True, False]),
     ...                    "act_cell": np.array([[0, 10], [0, 1]]), "rep_cell": np.array([[0, 10], [0, 0]]),
     ...                    "move_cost": np.array([1, 0]), "noc": np.array([1, 0]), "want": 1})()
-    >>> round_price(m)   # task 0: 10 + 1 + 3 (its way) + 11 (a standby); task 1: 1
+    >>> round_price(m)   # task 0: 10 + 1 + 3 (its way) + 11 (a standby); task 1: 1; and one more
     27
     """
-    if not m.learner or not m.constrained.any():
+    if not m.movements_first or not m.constrained.any():
         return 0
     act = m.act_cell.max(axis=1, initial=0) + m.move_cost + 3 * np.where(m.constrained, m.noc, 0)
     rep = m.rep_cell.max(axis=1, initial=0) + m.noc
@@ -361,6 +364,10 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
     if C:
         model.boxes = balance_boxes(T, threads, bf)
         model.boxes_stateful = balance_boxes(int(stateful.sum()), threads, bf)
+    mf = extra.get("movements_first")
+    if mf is not None and not isinstance(mf, bool):
+        raise StickyflowError(f"movements_first: must be true, false or None (learner mode), not {mf!r}")
+    model.movements_first = model.learner if mf is None else mf
     model.round_price = round_price(model)
 
     # local state, for where standbys go on ties

@@ -176,6 +176,31 @@ def test_learner_mode_takes_no_more_rounds_than_the_greedy(seed):
     print(f"greedy at least as balanced on {as_balanced} of 30, settled in one round on {one_round}")
     assert one_round >= 5
 
+
+@pytest.mark.parametrize("mode, option, rounds, total", [("warmup", None, 2, 2), ("learner", None, 1, 10),
+                                                         ("warmup", True, 1, 10), ("learner", False, 2, 2)])
+def test_movements_first_follows_the_mode_unless_asked(mode, option, rounds, total):
+    """One stateful task on a client of rack r0 whose input lives on r1, where an idle client sits: a warm-up
+    there and a move (2 restorations, one round more) end its cross-rack read (traffic 10). Cost first (warm-up
+    mode) takes that way; the fewest movements first (learner mode) keeps it where it is; ``movements_first``
+    turns either way."""
+    tasks = [{"id": "0_0", "stateful": True, "end_offset_sum": 10**5,
+              "input_partitions": [{"topic": "in", "partition": 0, "racks": ["r1"]}],
+              "changelog_partitions": [{"topic": "cl", "partition": 0, "racks": ["r0", "r1"]}]}]
+    clients = [{"process_id": "a", "rack": "r0", "previous_active": ["0_0"], "previous_standby": []},
+               {"process_id": "b", "rack": "r1", "previous_active": [], "previous_standby": []}]
+    doc = _doc(tasks, clients, {"rack_aware_assignment_strategy": "min_traffic", "rebalancing_mode": mode})
+    options = {} if option is None else {"movements_first": option}
+    run = converge(doc, "optimal", check=check_result, **options)
+    assert (run.rounds, run.total_cost) == (rounds, total)
+    assert all(r.solver.status == "optimal" for r in run.results)
+
+
+def test_movements_first_must_be_a_bool():
+    doc = json.loads((CONVERGENCE / "example-streams-12.json").read_text())
+    with pytest.raises(stickyflow.StickyflowError, match="movements_first"):
+        stickyflow.assign(doc, "optimal", movements_first="yes", fallback=False)
+
 def test_learner_mode_budget_is_one():
     doc = json.loads((CONVERGENCE / "example-streams-12.json").read_text())
     doc["config"] = dict(doc["config"], rebalancing_mode="learner")
