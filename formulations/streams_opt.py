@@ -44,8 +44,9 @@ when a side constraint needs it: ``max_moves`` in ``options.extra``, tags with
 two or more standbys),
 ``"flow"`` or ``"cpsat"``. ``options.extra`` also takes ``spread_racks``
 (spread standbys over racks as well, as Kafka's rack-aware standby assignor
-does; default False) and ``deterministic`` (CP-SAT: reproducible across runs;
-default True).
+does; default False), ``deterministic`` (CP-SAT: reproducible across runs;
+default True) and ``movements_first`` (the fewest movements before the cost;
+default None: in learner mode only).
 
 >>> import stickyflow
 >>> r = stickyflow.assign({"format": "stickyflow.snapshot/1", "kind": "streams", "now_ms": 0,
