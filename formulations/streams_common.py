@@ -351,12 +351,14 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
             raise StickyflowError(f"max_moves: must be an integer >= 0, not {mm!r}")
         model.max_moves = mm
 
-    # holders: the cheapest eligible client (the previous owner first on ties, then snapshot order): another
-    # client only where its traffic saves more than the move costs, each round the movement waits
+    # holders: the previous owner where it is eligible, else the cheapest eligible client (then snapshot
+    # order). A holder that reads from the task's own rack saves traffic only for the rounds the movement
+    # waits, which the issue-37 total leaves out, and costs a move (a restoration) that it counts; so the
+    # previous owner keeps a waiting task (docs/streams.md, "Over a whole convergence")
     if len(cu_t):
         cost = model.active_cost(cu_t, cu_c)
         not_prev = ~in_sorted(cu_c * T + cu_t, prev_keys)
-        order = np.lexsort((cu_c, not_prev, cost, cu_t))
+        order = np.lexsort((cu_c, cost, not_prev, cu_t))
         first = order[np.unique(cu_t[order], return_index=True)[1]]
         model.holder[cu_t[first]] = cu_c[first]
         model.hold_cost[cu_t[first]] = cost[first]
