@@ -18,7 +18,8 @@ stateful task; what the clients run this round follows from it:
                 max_warmup_replicas; one learner in learner mode) unless a standby of the task catches up
                 there in its place
     standbys    converged: on clients other than the task's target; this round a movement's standby on its
-                holder sits on the target instead (catching up in a warm-up's place); with
+                holder sits on the target instead (catching up in a warm-up's place; CP-SAT may also place
+                a waiting task's standbys of this round elsewhere, each restoration priced); with
                 rack_aware_assignment_tags spread over as many tag values as the clients allow, around what
                 runs and, for a task that moves, around its target
     objective   minimize  non_overlap_cost * (moves + standby_moves) + traffic_cost * cross_rack
