@@ -15,7 +15,8 @@ whose rate exceeds ``C`` takes a member alone.
    minimize ``sum_b u[b]``. Infeasible proves ``UB``; an optimum proves itself.
 3. **Moved load** at the count ``K``: bins are the existing members, plus ``K - m`` new ones
    when ``K > m``; variables ``x[j, b]``, ``u[b]`` (existing member kept; ``sum_b u[b] = K``
-   when ``K < m``, else every one); ``sum_b x[j, b] = 1``; ``sum_j w_j x[j, b] <= C u[b]``;
+   when ``K < m``, else every one); ``sum_b x[j, b] = 1``; ``x[j, b] <= u[b]``;
+   ``sum_j w_j x[j, b] <= C u[b]``;
    a partition that stands alone has its bin to itself; new bins in decreasing load;
    maximize ``sum_{j owned} (W w_j + 1) x[j, o_j]`` with ``W = n + 1`` (kept load first, then
    kept partitions), hinted with the incumbent matched to these bins.
@@ -243,6 +244,9 @@ def _least_moved(problem: PlanProblem, weights: Weights, k: int, hint: np.ndarra
         col = [x[j][b] for j in range(n)]
         load = cp_model.LinearExpr.weighted_sum(col, w)
         model.add(load <= weights.cap * u[b])
+        if k < m:  # a stopped member takes nothing, not even a partition of rate 0
+            for j in range(n):
+                model.add_implication(col[j], u[b])
         loads.append(load)
         for j in range(n):
             if alone[j]:
