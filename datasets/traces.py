@@ -39,7 +39,8 @@ import numpy as np
 
 from stickyflow.errors import InvalidSnapshotError, Problem
 
-__all__ = ["TRACE_FORMAT", "Trace", "random_walk", "parse_trace", "load_trace", "named_trace", "JPDC"]
+__all__ = ["TRACE_FORMAT", "Trace", "random_walk", "parse_trace", "load_trace", "named_trace", "JPDC",
+           "step_snapshot", "walk_snapshot"]
 
 TRACE_FORMAT = "stickyflow.trace/1"
 #: the JPDC setup of Landau et al. (2025) as a random walk's arguments
@@ -176,3 +177,52 @@ def named_trace(text: str) -> Trace:
             args["integer"] = bool(args["integer"])
         return random_walk(**args)
     raise InvalidSnapshotError(Problem("TRACE", f"{parts[1]!r} is not a trace name (known: jpdc, walk)"))
+
+
+def step_snapshot(trace: Trace, step: int, owner: Any = None, members: Any = (), *, id: str | None = None,
+                  generation: int = 1) -> dict[str, Any]:
+    """Step ``step`` of ``trace`` as a consumer snapshot (spec JSON) that a plan reads: the step's ``rates`` on
+    every topic, ``config.capacity``, the ``members`` (ids) all subscribing to every topic, each owning the
+    partitions ``owner`` (one member index or -1 per partition, in the trace's order) gives it.
+
+    >>> doc = step_snapshot(random_walk(partitions=2, topics=1, steps=1, seed=0), 0, [0, 0], ["c0"])
+    >>> doc["config"], doc["members"][0]["owned"], len(doc["topics"]["t0"]["rates"])
+    ({'capacity': 100.0}, {'t0': [0, 1]}, 2)
+    """
+    rates = trace.rates[step]
+    names = [t for t, _ in trace.topics]
+    counts = [c for _, c in trace.topics]
+    start = np.concatenate(([0], np.cumsum(counts)))
+    topics = {}
+    for t, a, b in zip(names, start[:-1], start[1:]):
+        r = rates[a:b]
+        topics[t] = {"partitions": int(b - a),
+                     "rates": r.astype(np.int64).tolist() if np.all(r == np.round(r)) else r.tolist()}
+    own = np.full(trace.partitions, -1) if owner is None else np.asarray(owner)
+    out_members = []
+    for i, mid in enumerate(members):
+        owned = {}
+        for t, a, b in zip(names, start[:-1], start[1:]):
+            mine = (np.flatnonzero(own[a:b] == i)).tolist()
+            if mine:
+                owned[t] = mine
+        out_members.append({"id": mid, "subscription": names, "generation": generation, "owned": owned})
+    doc = {"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": topics, "members": out_members,
+           "config": {"capacity": trace.capacity}}
+    if id is not None:
+        doc["id"] = id
+    return doc
+
+
+def walk_snapshot(*, partitions: int, delta: float, seed: int, id: str | None = None, topics: int = 2,
+                  method: str = "mwf") -> dict[str, Any]:
+    """A plan's snapshot from the thesis's random walk: the rates of the walk's second step, each partition
+    owned where ``method``'s plan of the first step (from nothing) put it."""
+    from stickyflow.plan_problem import PlanProblem
+    from stickyflow.planner import solve_plan
+
+    trace = random_walk(partitions=partitions, topics=topics, steps=2, delta=delta, seed=seed)
+    first = solve_plan(PlanProblem.from_arrays(trace.rates[0], trace.capacity), method)
+    members = [f"c{i}" for i in range(first.members)]
+    _, owner = np.unique(first.slots, return_inverse=True)
+    return step_snapshot(trace, 1, owner, members, id=id)
