@@ -104,7 +104,7 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
     (no racks). A panel with a single size is a bar per assignor instead of a one-point line; log axes only
     where the values span enough, with plain tick labels (ms)."""
     try:
-        from .report_base import _color, _from_zero, _log_axis, _marker, _pyplot
+        from .report_base import _color, _from_zero, _log_axis, _marker, _pyplot, legend_outside
         plt = _pyplot()
     except Exception:  # noqa: BLE001 - no matplotlib: no plot
         return None
@@ -122,13 +122,20 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
         unit = "tasks x clients" if kind == "streams" else "partitions x members"
         ax.set_title(f"{kind}: {subs} subscriptions, {event}" if kind == "consumer" else f"{kind}: {subs}, {event}",
                      fontsize=10)
-        ax.set_ylabel("wall time per solve (ms, median)")
+        ax.set_ylabel("wall time per solve (ms, median of the runs)")
         ax.grid(True, alpha=0.3)
         if len(sizes) == 1:
             names = [a for a in assignors if any(r["assignor"] == a for r in mine)]
-            ms = [1000 * next(r["wall_s"] for r in mine if r["assignor"] == a) for a in names]
+            picked = [next(r for r in mine if r["assignor"] == a) for a in names]
+            ms = [1000 * r["wall_s"] for r in picked]
             ax.bar(range(len(names)), ms, color=[_color(a) for a in names])
-            ax.set_xticks(range(len(names)), names, rotation=30, fontsize=8, ha="right")
+            # the spread of the repeated runs (fastest to slowest) and how many there were
+            low = [max(0.0, m - 1000 * r.get("wall_min_s", r["wall_s"])) for m, r in zip(ms, picked)]
+            high = [max(0.0, 1000 * r.get("wall_max_s", r["wall_s"]) - m) for m, r in zip(ms, picked)]
+            ax.errorbar(range(len(names)), ms, yerr=[low, high], fmt="none", ecolor="black", elinewidth=1, capsize=4)
+            ax.set_xticks(range(len(names)), [f"{a} (n={r.get('runs', 1)})" for a, r in zip(names, picked)],
+                          rotation=30, fontsize=8, ha="right")
+            ax.set_ylabel("wall time per solve (ms, median\nof n runs; bar: fastest to slowest)")
             p, m = sizes[0]
             ax.set_xlabel(f"assignor ({unit}: {_short_n(p)} x {_short_n(m)})")
             if ms and min(ms) > 0 and max(ms) >= 30 * min(ms):
@@ -154,7 +161,7 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
         else:
             _from_zero(ax, ys)
         if len(ax.get_legend_handles_labels()[1]) > 1:
-            ax.legend(fontsize=7, title="assignor", title_fontsize=7)
+            legend_outside(ax, fontsize=7, title="assignor", title_fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     fig.tight_layout()

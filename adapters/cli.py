@@ -8,8 +8,9 @@ used or the whole help is asked for, and none of them imports numpy, pandas,
 Spark or a solver before its command runs, so ``--help`` and ``--version``
 start in a blink.
 
-Bad input of any command is one line on standard error and exit 2, with a
-prefix naming the culprit (``option --x:``, ``path:``, ``snapshot:``, see
+Bad input of any command is one line on standard error and exit 2, starting
+``stickyflow COMMAND:`` (``stickyflow:`` alone only when no command was named;
+warnings and notes begin the same way), then naming the culprit (``option --x:``, ``path:``, ``snapshot:``, see
 :mod:`stickyflow.adapters.cli_input`); never a traceback. Exit 1 is a failure
 that is not the input's fault (a solver fault, a missing optional package,
 Spark failing).
@@ -61,7 +62,17 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     for module in _extensions_for(argv):
         mod = __import__(f"stickyflow.adapters.{module}", fromlist=["add_parser"])
         mod.add_parser(sub)
+    p.set_defaults(cli_commands=sub.choices)
     return p
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line. A word the command does not take is reported by that command's own parser
+    (``stickyflow solve: option --bogus: ...``), not by the top-level one, which would name no command."""
+    args, extra = _parser(argv).parse_known_args(argv)
+    if extra:
+        args.cli_commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 # subcommands defined in other modules of this package: name(s) -> module with add_parser(subparsers)
@@ -97,7 +108,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     data = sys.stdin.buffer.read() if args.snapshot == "-" else None
     snap = loads_snapshot(data) if data is not None else stickyflow.load_snapshot(args.snapshot)
     for line in snap.warnings:
-        print(f"stickyflow: warning: {line}", file=sys.stderr)
+        print(f"stickyflow solve: warning: {line}", file=sys.stderr)
     result = stickyflow.assign(snap, args.assignor, time_limit=args.time_limit, method=args.method,
                                seed=args.seed, num_workers=args.workers)
     out = dumps_result(result, indent=not args.compact)
@@ -149,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: {' '.join(str(line).split())}", file=sys.stderr)
 
     try:
-        args = _parser(argv).parse_args(argv)
+        args = _parse(argv)
     except BadInput as exc:
         prog = getattr(exc, "prog", prog)
         say(str(exc))

@@ -72,6 +72,20 @@ def _read_input(path: str, how: str) -> bytes:
     return base64.b64decode(text, validate=True) if how == "base64" else binascii.unhexlify(text)
 
 
+def _text_hint(data: bytes) -> str:
+    """A hint for bytes given as text without ``--input``: raw bytes of a Kafka structure are never all hex digits
+    (nor all base64 letters), so such input failed only because it was read as raw."""
+    text = b"".join(data.split())
+    if not text:
+        return ""
+    if len(text) % 2 == 0 and not text.strip(b"0123456789abcdefABCDEF"):
+        return " (the input holds hex text: add --input hex)"
+    if len(text) % 4 == 0 and not text.rstrip(b"=").strip(
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"):
+        return " (the input looks like base64 text: add --input base64)"
+    return ""
+
+
 def _cmd_decode(args: argparse.Namespace) -> int:
     from .decode import DecodeError, decode
 
@@ -86,7 +100,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     try:
         doc = decode(args.kind, raw, user_data=args.user_data)
     except DecodeError as exc:
-        _say("decode", f"{args.file}: {exc}")
+        _say("decode", f"{args.file}: {exc}{_text_hint(raw) if args.input == 'raw' else ''}")
         return 2
     sys.stdout.write(json.dumps(doc, indent=None if args.compact else 2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
@@ -119,9 +133,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
         _say("capture", str(exc))
         return 2
     except Exception as exc:  # the cluster cannot be reached or listed
-        text = str(exc).strip().splitlines()
-        _say("capture", f"cannot read the cluster at {args.bootstrap}: {type(exc).__name__}: "
-                        f"{text[0] if text else ''}"[:500])
+        _say("capture", cluster_failure(exc, args.bootstrap, args.timeout))
         return 1
     docs = []
     for g in groups:
@@ -145,8 +157,33 @@ def _cmd_capture(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text)
             sys.stdout.flush()
-    _say("capture", f"captured {len(docs)} of {len(groups)} groups" + (f" into {args.output}" if args.output else ""))
+    if docs:
+        _say("capture", f"captured {len(docs)} of {len(groups)} groups" + (f" into {args.output}" if args.output else ""))
+    else:  # nothing to write: no file is made, and one left by an earlier run is not touched
+        kept = f"; {args.output} was left as it was" if args.output and Path(args.output).exists() else ""
+        _say("capture", f"captured none of the {len(groups)} groups: nothing written{kept}" if groups
+             else f"no group to capture: nothing written{kept}")
     return 0 if docs or not groups else 1
+
+
+def cluster_failure(exc: BaseException, bootstrap: str, timeout_s: float) -> str:
+    """One line for a cluster that cannot be reached or listed: kafka-python's errors put their own class name
+    into their text (``KafkaTimeoutError: Unable to bootstrap ...``), so the name is said once, in words where
+    it is a timeout.
+
+    >>> class KafkaTimeoutError(Exception):
+    ...     def __str__(self): return "KafkaTimeoutError: Unable to bootstrap from 127.0.0.1:1"
+    >>> cluster_failure(KafkaTimeoutError(), "127.0.0.1:1", 3.0)
+    'cannot reach the cluster at 127.0.0.1:1 within 3 s (Unable to bootstrap from 127.0.0.1:1)'
+    """
+    name = type(exc).__name__
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    while text.startswith(f"{name}: ") or text.startswith(f"{name}:"):
+        text = text[len(name) + 1:].strip()
+    if "Timeout" in name or name in ("NoBrokersAvailable", "ConnectionRefusedError"):
+        return f"cannot reach the cluster at {bootstrap} within {timeout_s:g} s" + (f" ({text})" if text else "")[:500]
+    return f"cannot read the cluster at {bootstrap}: {name}" + (f": {text}" if text else "")[:500]
 
 
 def _wants_lines(output: str | None) -> bool:

@@ -6,9 +6,11 @@ BATCH is what ``stickyflow batch`` wrote (a Parquet dataset; CSV and JSON Lines
 are read too). OUTDIR receives ``summary.csv``, ``metrics.png``,
 ``time_vs_size.png``, ``pareto.png``, ``pareto.csv`` and ``report.html``.
 The Pareto sweep re-solves rack-aware snapshots at each ratio
-``traffic_cost / non_overlap_cost``: by default a seeded set of rack-aware
-consumer groups (``--pareto-count``, ``--pareto-seed``); ``--pareto-input``
-takes the batch's own input dataset or a bundled suite instead.
+``traffic_cost / non_overlap_cost``: by default the batch's own (the first
+``--pareto-count`` with racks of each kind in the input that ``stickyflow
+batch`` recorded in its output); ``--pareto-input`` takes another dataset, a
+bundled suite, or ``generated`` (a seeded set of rack-aware consumer groups,
+``--pareto-seed``; the plot says so).
 
 Exit status: 0 when the report is written and at least one row of the batch
 was solved; 1 when the batch has no rows or no solved row (the report is
@@ -58,13 +60,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "moves.")
     p.add_argument("batch", metavar="BATCH", help="batch output: a Parquet dataset (or .csv / .jsonl)")
     p.add_argument("-o", "--output", default="report", help="output folder (default: ./report)")
-    p.add_argument("--pareto-input", default=None, metavar="DATASET",
-                   help="snapshots for the Pareto sweep: a dataset (folder of JSON, JSON Lines, Parquet) or "
-                        "suite:NAME; default: a seeded set of rack-aware consumer groups")
+    p.add_argument("--pareto-input", default="batch", metavar="DATASET",
+                   help="snapshots for the Pareto sweep: batch (default: the batch's own input), a dataset (folder "
+                        "of JSON, JSON Lines, Parquet), suite:NAME, or generated (seeded rack-aware consumer groups)")
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto sweep")
     p.add_argument("--pareto-count", type=int_at_least(1), default=12,
-                   help="snapshots in the default sweep set (default 12)")
-    p.add_argument("--pareto-seed", type=int_at_least(0), default=0, help="seed of the default sweep set (default 0)")
+                   help="batch: the first N snapshots with racks of each kind; generated: N groups (default 12)")
+    p.add_argument("--pareto-seed", type=int_at_least(0), default=0,
+                   help="seed of --pareto-input generated (default 0)")
     p.add_argument("--ratios", type=_ratios, default=None, metavar="R,R,...",
                    help="traffic_cost / non_overlap_cost values (default 0,0.1,0.5,1,2,5,10,100)")
     p.add_argument("--pareto-assignors", default="optimal,sticky,range,roundrobin",
@@ -78,6 +81,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_pareto_input(text: str) -> None:
+    if text in ("batch", "generated"):
+        return
     if text.startswith("suite:"):
         from stickyflow.datasets.suites import SUITES
 
@@ -98,17 +103,20 @@ def run(args: argparse.Namespace) -> int:
     from .report import DEFAULT_RATIOS, load_batch, write_report
 
     frame = load_batch(args.batch)  # read before anything is written: an unreadable batch leaves no folder behind
-    pareto = None if args.no_pareto else (args.pareto_input or "default")
+    pareto = None if args.no_pareto else args.pareto_input
     rep = write_report(frame, args.output, pareto_input=pareto, pareto_seed=args.pareto_seed,
                        pareto_count=args.pareto_count, ratios=args.ratios or DEFAULT_RATIOS,
-                       pareto_assignors=pareto_assignors, time_limit=args.time_limit, title=args.title)
+                       pareto_assignors=pareto_assignors, time_limit=args.time_limit, title=args.title,
+                       batch_source=args.batch)
     cols = ["kind", "assignor", "snapshots", "errors", "moves_total", "imbalance_max", "cross_rack_total",
             "wall_s_mean", "wall_s_max"]
     if len(rep.summary):
-        print(rep.summary[cols].to_string(index=False))
+        from .report_base import without_na
+
+        print(without_na(rep.summary[cols]).to_string(index=False))
     for note in rep.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"wrote {', '.join(str(p) for p in rep.files.values())}", file=sys.stderr)
+        print(f"stickyflow report: note: {note}", file=sys.stderr)
+    print(f"stickyflow report: wrote {', '.join(str(p) for p in rep.files.values())}", file=sys.stderr)
     if not rep.rows:
         print(f"stickyflow report: {args.batch}: the batch output has no rows", file=sys.stderr)
         return EXIT_NOTHING_SOLVED

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         scenario_path = Path(args.output) / "scenario.json"
         scenario_path.write_bytes(_jsonio.dumps(scenario.to_json(), indent=True) + b"\n")
         files = [*rep.files.values(), scenario_path]
-        print(f"wrote {', '.join(str(p) for p in files)}", file=sys.stderr)
+        print(f"stickyflow simulate: wrote {', '.join(str(p) for p in files)}", file=sys.stderr)
     return EXIT_OK
 
 

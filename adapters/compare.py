@@ -49,6 +49,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from stickyflow.errors import InvalidSnapshotError, Problem, UnknownAssignorError
 
 from .plan_rows import PLAN_COLUMNS, check_plan_names, is_plan, plan_compare_rows
+from .progress import Ticker
 
 __all__ = [
     "ROW_COLUMNS",
@@ -579,7 +580,8 @@ def compare(source: str | Source, assignors: Sequence[str] | str, out: str | Pat
         n_rows = int(sum(tables["summary"]["snapshots"].fillna(0)))
     else:
         say(f"solving in this process with {', '.join(names)}")
-        frame = _local_rows(worker, src, say)
+        with Ticker(say, "solving snapshots", total=src.total if src.suites else None) as tick:
+            frame = _local_rows(worker, src, tick.step)
         _write_parquet(frame, results)
         tables = aggregate(frame)
         n_rows = len(frame)
@@ -587,7 +589,9 @@ def compare(source: str | Source, assignors: Sequence[str] | str, out: str | Pat
     say(f"{n_rows} rows in {solve_s:.1f} s")
     from .report_study import pareto_for_study, write_study_report
 
-    pareto = pareto_for_study(src, names, count=pareto_count, ratios=ratios, time_limit=time_limit or 10.0)
+    with Ticker(say, "Pareto sweep (solves)") as tick:
+        pareto = pareto_for_study(src, names, count=pareto_count, ratios=ratios, time_limit=time_limit or 10.0,
+                                  progress=tick)
     if pareto is not None:
         tables = dict(tables, pareto=pareto)
     record = {
@@ -599,7 +603,8 @@ def compare(source: str | Source, assignors: Sequence[str] | str, out: str | Pat
         "versions": environment(spark_version),
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    files = write_study_report(out, tables, record)
+    with Ticker(say, "writing tables and plots"):
+        files = write_study_report(out, tables, record)
     files["results.parquet"] = results
     return Study(out=out, files=files, tables=tables, record=record, rows=n_rows)
 
@@ -614,7 +619,8 @@ def _writable(out: Path) -> None:
         raise InvalidSnapshotError(Problem("-o", f"{str(out)!r} cannot be written ({exc.strerror or exc})")) from None
 
 
-def _local_rows(worker: _Worker, src: Source, say: Callable[[str], None]):
+def _local_rows(worker: _Worker, src: Source, step: Callable[[], None]):
+    """Every row, solved in this process; ``step()`` after each snapshot (the progress count)."""
     pd = _pandas()
     worker.setup()
     rows: list[dict[str, Any]] = []
@@ -622,13 +628,13 @@ def _local_rows(worker: _Worker, src: Source, say: Callable[[str], None]):
         total = src.total or 0
         for i in range(total):
             rows += worker.index_rows(i)
-            if (i + 1) % 200 == 0:
-                say(f"{i + 1}/{total} snapshots")
+            step()
     else:
         from stickyflow.datasets.io import read_dataset
 
         for i, rec in enumerate(read_dataset(src.path)):
             rows += worker.text_rows(rec.text, i, getattr(rec, "source", None))
+            step()
     frame = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
     return _typed(frame)
 
@@ -689,7 +695,7 @@ def _spark_write(df: Any, path: Path, progress: Callable[[str], None] | None = N
     sc = df.sparkSession.sparkContext
     group = f"stickyflow-compare-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, "stickyflow compare")
-    watcher = _ProgressWatcher(sc, group, progress, every=10.0) if progress else None
+    watcher = _ProgressWatcher(sc, group, progress, every=5.0) if progress else None
     if watcher:
         watcher.start()
     try:

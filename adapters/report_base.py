@@ -14,7 +14,31 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-__all__ = ["Html", "PAGE_CSS", "html_page"]
+__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "legend_outside", "without_na"]
+
+MISSING = "\u2014"  # an em dash: how a table shows a value that is missing (pandas would print <NA> or NaN)
+
+
+def without_na(frame):
+    """``frame`` with every missing value (``pd.NA``, NaN, None) shown as :data:`MISSING`, for ``to_html`` and
+    ``to_string``: pandas prints ``<NA>`` for the nullable dtypes' missing values, and ``None`` in object
+    columns, whatever ``na_rep`` says. The other values keep their types (floats stay floats for
+    ``float_format``).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"n": pd.array([1, None], dtype="Int64"), "x": pd.array([0.5, None], dtype="Float64")})
+    >>> without_na(t).to_string(index=False).splitlines()[-1].split()
+    ['\u2014', '\u2014']
+    """
+    pd = _pandas()
+    out = frame.copy()
+    for c in out.columns:
+        col = out[c]
+        if col.isna().any():
+            out[c] = pd.Series([MISSING if v is pd.NA or (isinstance(v, float) and v != v) or v is None
+                                else (v.item() if hasattr(v, "item") else v) for v in col.tolist()],
+                               index=out.index, dtype=object)
+    return out
 
 # --------------------------------------------------------------------------- optional backends
 
@@ -121,6 +145,15 @@ def _place_labels(ax, items: Sequence[tuple[float, float, str]], *, color: str =
         placed.append(best[2])
 
 
+def legend_outside(ax, **kwargs: Any) -> Any:
+    """The panel's legend to the right of it, outside the axes: inside, it covers whatever data falls under it
+    (``fig.tight_layout`` makes room for it).
+
+    ``kwargs`` go to ``ax.legend`` (``title``, ``fontsize``, ...)."""
+    kwargs.setdefault("fontsize", 8)
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, **kwargs)
+
+
 def _from_zero(ax, values: Sequence[float]) -> None:
     """Counts start at zero; an all-zero panel shows 0 to 1, not +-0.04."""
     finite = [v for v in values if v is not None and v == v]
@@ -135,9 +168,9 @@ class Html(str):
 
 
 PAGE_CSS = (
-    "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;line-height:1.4}"
+    "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1320px;padding:0 1em;line-height:1.4}"
     "table{border-collapse:collapse;font-size:12.5px;max-width:100%;display:block;overflow-x:auto}"
-    "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+    "th,td{border:1px solid #ccc;padding:2px 5px;text-align:right}"
     "th{background:#f3f3f3;white-space:normal;vertical-align:bottom}"
     "td:first-child{white-space:nowrap}"
     "img{max-width:100%;height:auto;border:1px solid #eee}"
@@ -170,8 +203,8 @@ def html_page(title: str, blocks: Sequence[tuple[str, Any]]) -> str:
             if text_cols:  # words read left to right; numbers line up on the right
                 parts.append("<style>" + ",".join(f"#{table_id} td:nth-child({i}),#{table_id} th:nth-child({i})"
                                                   for i in text_cols) + "{text-align:left}</style>")
-            parts.append(content.to_html(index=False, na_rep="", float_format=_cell_number,
-                                         classes="table", border=0, table_id=table_id))
+            parts.append(without_na(content).to_html(index=False, na_rep=MISSING, float_format=_cell_number,
+                                                     classes="table", border=0, table_id=table_id))
         elif isinstance(content, Html):
             parts.append(str(content))
         else:

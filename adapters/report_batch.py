@@ -13,9 +13,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from .report_base import Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page
-from .report_pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, has_racks, pareto_snapshots, pareto_sweep, pareto_table,
-                            plot_pareto, read_snapshots)
+from .report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
+                          legend_outside)
+from .report_pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
+                            pareto_sweep, pareto_table, plot_pareto, read_snapshots)
 
 __all__ = ["BATCH_COLUMNS", "STATUSES", "SUMMARY_COLUMNS", "load_batch", "summary_table", "plot_metrics",
            "plot_time_vs_size", "Report", "write_report"]
@@ -180,10 +181,32 @@ def _labels(frame) -> list[tuple[str, str]]:
 _UNITS = {"consumer": ("partitions", "partitions per member"), "streams": ("active tasks", "active tasks per thread")}
 
 
+def spread(values, *, how: str = "mean", scale: float = 1) -> tuple[float, float, float, int]:
+    """A bar's height, the two ends of its error bar and its n, over the known ``values`` (times ``scale``):
+    ``how="mean"``: the mean, and one standard deviation either side (not below 0 for counts that cannot be);
+    ``"median"``: the median, and the 25th to the 75th percentile. Nothing known: zeros and n = 0.
+
+    >>> spread([1, 3])
+    (2.0, 0.5857864376269049, 3.414213562373095, 2)
+    >>> spread([0.001, 0.002, 0.004], how="median", scale=1000)
+    (2.0, 1.5, 3.0, 3)
+    """
+    pd = _pandas()
+    v = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").dropna().astype(float) * scale
+    if not len(v):
+        return 0.0, 0.0, 0.0, 0
+    if how == "median":
+        return float(v.median()), float(v.quantile(0.25)), float(v.quantile(0.75)), int(len(v))
+    mean = float(v.mean())
+    sd = float(v.std()) if len(v) > 1 else 0.0
+    return mean, max(0.0, mean - sd) if v.min() >= 0 else mean - sd, mean + sd, int(len(v))
+
+
 def plot_metrics(frame, path: str | Path | None = None) -> bytes:
     """One row of panels per kind, one bar per assignor, every panel a mean (or median) per solved snapshot:
     moves, imbalance, cross-rack reads (snapshots with racks) and solve time in ms (median, so that a
-    worker's first call, which pays for imports, does not count).
+    worker's first call, which pays for imports, does not count). Every bar has its spread (:func:`spread`)
+    and its n (the snapshots it stands for) under its name.
 
     A consumer group's partitions and a Streams application's tasks never share an axis. Returns the PNG
     bytes (and writes them to ``path`` when given).
@@ -201,20 +224,26 @@ def plot_metrics(frame, path: str | Path | None = None) -> bytes:
         ok = ok[ok["kind"] == kind] if kind is not None else ok
         unit, per = _UNITS.get(kind, ("items", "items per member"))
         names = list(part["assignor"])
-        medians = [_num(ok[ok["assignor"] == a]["wall_s"].median()) for a in names]
-        panels = [(list(part["moves_mean"]), f"moves per snapshot\n({unit}, mean)"),
-                  (list(part["imbalance_mean"]), f"imbalance per snapshot\n(max - min {per}, mean)"),
-                  (list(part["cross_rack_mean"]), f"cross-rack reads per snapshot\n({unit.split()[-1]}, mean)"),
-                  ([None if m is None else 1000 * m for m in medians], "solve time per snapshot\n(ms, median)")]
-        for c, (values, label) in enumerate(panels):
+        of = {a: ok[ok["assignor"] == a] for a in names}
+        panels = [("moves", 1, "mean", f"moves per snapshot\n({unit}, mean ± sd)"),
+                  ("imbalance", 1, "mean", f"imbalance per snapshot\n(max - min {per}, mean ± sd)"),
+                  ("cross_rack", 1, "mean", f"cross-rack reads per snapshot\n({unit.split()[-1]}, mean ± sd)"),
+                  ("wall_s", 1000, "median", "solve time per snapshot\n(ms, median; bar: p25 to p75)")]
+        for c, (column, scale, how, label) in enumerate(panels):
             ax = axes[r][c]
-            vals = [0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]
+            stats = [spread(of[a][column], how=how, scale=scale) for a in names]
+            vals = [st[0] for st in stats]
+            low = [st[0] - st[1] for st in stats]
+            high = [st[2] - st[0] for st in stats]
             ax.bar(range(len(names)), vals, color=[_color(a) for a in names])
-            ax.set_xticks(range(len(names)), names, fontsize=8, rotation=20 if len(names) > 4 else 0)
-            ax.set_xlabel(f"assignor ({kind})" if kind else "assignor")
+            ax.errorbar(range(len(names)), vals, yerr=[low, high], fmt="none", ecolor="black", elinewidth=1,
+                        capsize=4)
+            ax.set_xticks(range(len(names)), [f"{a}\nn={st[3]}" for a, st in zip(names, stats)], fontsize=8,
+                          rotation=20 if len(names) > 4 else 0)
+            ax.set_xlabel(f"assignor ({kind}; n: snapshots)" if kind else "assignor")
             ax.set_ylabel(label, fontsize=9)
             ax.grid(axis="y", alpha=0.3)
-            _from_zero(ax, vals)
+            _from_zero(ax, [st[2] for st in stats])
             if not names:
                 ax.text(0.5, 0.5, "no solved rows", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -247,7 +276,7 @@ def plot_time_vs_size(frame, path: str | Path | None = None) -> bytes:
             if part["wall_s"].max() >= 30 * part["wall_s"].min():
                 _log_axis(ax, "y")
             if series > 1:
-                ax.legend(fontsize=8, title="assignor (line: band median)", title_fontsize=8)
+                legend_outside(ax, title="assignor\n(line: band median)", title_fontsize=8)
         else:
             ax.text(0.5, 0.5, "no size columns (partitions / tasks) in the batch output",
                     ha="center", va="center", transform=ax.transAxes)
@@ -282,7 +311,8 @@ SUMMARY_DEFINITIONS = (
                   "per thread (mean and largest per snapshot)"),
     ("cross-rack", "partitions (Streams: input and changelog partitions) read from another rack, where racks "
                    "are known (total and mean per snapshot)"),
-    ("solve s", "the assignor's wall time per snapshot in seconds: mean, median (p50), 95th percentile, largest. "
+    ("solve ms", "the assignor's wall time per snapshot in milliseconds: mean, median (p50), 95th percentile, "
+                 "largest (summary.csv: in seconds). "
                 "A worker's first solve includes imports: read the median"),
 )
 
@@ -295,25 +325,35 @@ def _definitions() -> str:
 
 
 def _readable(table):
-    """The summary with short column names (the CSV keeps the machine names)."""
+    """The summary with short column names, solve times in ms (narrow cells: the whole table, p50 to max
+    included, fits a 1400-pixel window); the CSV keeps the machine names and seconds."""
     names = {"moves_total": "moves", "moves_mean": "moves mean", "imbalance_mean": "imbalance mean",
              "imbalance_max": "imbalance max", "cross_rack_total": "cross-rack", "cross_rack_mean": "cross-rack mean",
-             "wall_s_mean": "solve s mean", "wall_s_p50": "solve s p50", "wall_s_p95": "solve s p95",
-             "wall_s_max": "solve s max"}
-    return table.rename(columns=names)
+             "wall_s_mean": "solve ms mean", "wall_s_p50": "solve ms p50", "wall_s_p95": "solve ms p95",
+             "wall_s_max": "solve ms max"}
+    out = table.copy()
+    for c in ("wall_s_mean", "wall_s_p50", "wall_s_p95", "wall_s_max"):
+        if c in out.columns:
+            out[c] = _pandas().to_numeric(out[c], errors="coerce") * 1000
+    return out.rename(columns=names)
 
 
-def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "default", pareto_seed: int = 0,
+def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch", pareto_seed: int = 0,
                  pareto_count: int = 12, ratios: Sequence[float] = DEFAULT_RATIOS,
                  pareto_assignors: Sequence[str] = ("optimal",) + GREEDY, time_limit: float | None = 10.0,
-                 title: str = "stickyflow batch report") -> Report:
+                 title: str = "stickyflow batch report", batch_source: str | Path | None = None) -> Report:
     """Write ``summary.csv``, ``metrics.png``, ``time_vs_size.png``, ``pareto.png``, ``pareto.csv`` and
     ``report.html`` (everything embedded) into ``out_dir``.
 
-    ``pareto_input``: ``"default"`` (the seeded :func:`pareto_snapshots`), a
-    dataset path or ``suite:NAME`` (:func:`read_snapshots`), a list of
-    snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
-    sweep (seconds; None: none).
+    ``pareto_input``: ``"batch"`` (the default: the first ``pareto_count``
+    snapshots with racks of each kind in the batch's own input, found through
+    the record ``stickyflow batch`` leaves in its output, :func:`batch_input`),
+    ``"generated"`` (``pareto_count`` seeded :func:`pareto_snapshots`; the
+    plot says so; ``"default"`` is an old name for it), a dataset path or
+    ``suite:NAME`` (its snapshots with racks, :func:`read_snapshots`), a list
+    of snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
+    sweep (seconds; None: none). ``batch_source``: where ``batch`` was read
+    from, when it is given as a frame.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -348,10 +388,35 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
                                      ("Moves, imbalance, cross-rack reads, solve time", metrics_png),
                                      ("Solve time against size", size_png)]
     sweep = None
+    label = None
+    if isinstance(pareto_input, str) and pareto_input == "batch":
+        where = batch_input(batch_source if batch_source is not None else batch)
+        if where is None:
+            notes.append("No Pareto sweep: the batch output does not say where its snapshots are (it is not a "
+                         "folder written by stickyflow batch). Name them with --pareto-input DATASET, or sweep "
+                         "generated groups with --pareto-input generated.")
+            pareto_input = None
+        elif "://" in where and not where.startswith("file://"):
+            notes.append(f"No Pareto sweep: the batch's input {where} is not a local path. Copy it here and name "
+                         f"it with --pareto-input DATASET.")
+            pareto_input = None
+        elif not Path(where.removeprefix("file://")).exists():
+            notes.append(f"No Pareto sweep: the batch's input {where} is no longer there. Name its snapshots with "
+                         f"--pareto-input DATASET.")
+            pareto_input = None
     if pareto_input is not None:
-        if isinstance(pareto_input, str) and pareto_input == "default":
+        if isinstance(pareto_input, str) and pareto_input in ("generated", "default"):
             snaps = pareto_snapshots(pareto_count, pareto_seed)
-            source = f"{pareto_count} seeded rack-aware consumer groups (seed {pareto_seed})"
+            label = "generated"
+            source = (f"{pareto_count} generated rack-aware consumer groups (seed {pareto_seed}; "
+                      f"--pareto-input generated), not the batch's own snapshots")
+        elif isinstance(pareto_input, str) and pareto_input == "batch":
+            snaps, read = first_with_racks(where.removeprefix("file://"), pareto_count)
+            if not snaps:
+                notes.append(f"Pareto sweep: none of the {read} snapshots of the batch's input has racks on both "
+                             f"sides (members or clients, and partitions): there is no traffic to trade.")
+            source = (f"{len(snaps)} of the batch's own snapshots: the first with racks (at most {pareto_count} "
+                      f"of each kind) among the {read} read from its input {where}")
         else:
             every = read_snapshots(pareto_input)
             snaps = [s for s in every if has_racks(s)]
@@ -359,7 +424,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "defaul
         sweep = pareto_sweep(snaps, ratios, pareto_assignors, time_limit=time_limit)
         files["pareto.csv"] = out / "pareto.csv"
         sweep.to_csv(files["pareto.csv"], index=False)
-        pareto_png = plot_pareto(sweep, out / "pareto.png")
+        pareto_png = plot_pareto(sweep, out / "pareto.png", source=label)
         files["pareto.png"] = out / "pareto.png"
         unproven = sweep[(sweep["assignor"] == "optimal") & (sweep["proven"] < sweep["snapshots"])] if len(sweep) \
             else sweep

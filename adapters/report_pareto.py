@@ -5,14 +5,14 @@ table without repeated rows."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from stickyflow.errors import InvalidSnapshotError, Problem
 
 from .report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
 
-__all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "read_snapshots", "has_racks", "with_cost_ratio",
-           "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]
+__all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "read_snapshots", "batch_input", "first_with_racks",
+           "has_racks", "with_cost_ratio", "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]
 
 DEFAULT_RATIOS = (0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
 GREEDY = ("sticky", "range", "roundrobin")
@@ -83,6 +83,48 @@ def read_snapshots(source: Any) -> list[Any]:
     return out
 
 
+def batch_input(batch: Any) -> str | None:
+    """Where the snapshots of a batch output came from: the input named in the ``_stickyflow.json`` that
+    ``stickyflow batch`` writes into its output folder; None when ``batch`` is not such a folder (a frame, a CSV
+    file, an output written before the record existed)."""
+    import json
+
+    from .spark import BATCH_RECORD
+
+    if not isinstance(batch, (str, Path)):
+        return None
+    record = Path(batch) / BATCH_RECORD
+    try:
+        doc = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    where = doc.get("input") if isinstance(doc, dict) else None
+    return where if isinstance(where, str) and where else None
+
+
+def first_with_racks(source: Any, count: int) -> tuple[list[Any], int]:
+    """The first ``count`` snapshots with racks (:func:`has_racks`) of each kind in the dataset ``source``, and
+    how many records were read to find them (the reading stops once both kinds have ``count``). Records that are
+    not valid snapshots are passed over."""
+    import stickyflow
+    from stickyflow import _jsonio
+    from stickyflow.datasets.io import read_dataset
+
+    found: dict[str, list[Any]] = {"consumer": [], "streams": []}
+    read = 0
+    for rec in read_dataset(source):
+        read += 1
+        try:
+            snap = stickyflow.as_snapshot(_jsonio.loads(rec.text))
+        except (InvalidSnapshotError, ValueError):
+            continue
+        if len(found[snap.kind]) < count and has_racks(snap):
+            found[snap.kind].append(snap)
+        if all(len(v) >= count for v in found.values()):
+            break
+    return found["consumer"] + found["streams"], read
+
+
 def _suite(name: str) -> list[Any]:
     from stickyflow.datasets.suites import SUITES, suite
 
@@ -126,7 +168,8 @@ def with_cost_ratio(snapshot: Any, ratio: float, scale: int = _SCALE) -> dict[st
 
 
 def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RATIOS,
-                 assignors: Sequence[str] = ("optimal",) + GREEDY, *, time_limit: float | None = None):
+                 assignors: Sequence[str] = ("optimal",) + GREEDY, *, time_limit: float | None = None,
+                 progress: Callable[[], None] | None = None):
     """Solve every snapshot at every ratio with every assignor; one row per (kind, assignor, ratio) with totals.
 
     Columns: ``kind``, ``assignor``, ``ratio``, ``traffic_cost``,
@@ -141,7 +184,7 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
     reads are those of what runs this round, while a Streams optimum is one
     of the converged assignment, which an answer with warm-ups out
     (``followups``) has not reached yet; there the totals need not fall and
-    rise with the ratio.
+    rise with the ratio. ``progress()`` is called after each solve (skipped ones too).
     """
     import stickyflow
 
@@ -164,6 +207,9 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
                     except Exception:  # noqa: BLE001 - a failing assignor is a skipped point, not a failed report
                         tot["skipped"] += 1
                         continue
+                    finally:
+                        if progress is not None:
+                            progress()
                     tot["snapshots"] += 1
                     tot["moves"] += int(r.metrics["moves"])
                     tot["cross_rack"] += int(r.metrics.get("cross_rack") or 0)
@@ -230,18 +276,22 @@ def pareto_front(points: Iterable[tuple[float, float]]) -> list[tuple[float, flo
     return front
 
 
-def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "optimal") -> bytes:
+def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "optimal",
+                source: str | None = None) -> bytes:
     """Total cross-rack reads against total moves, one panel per kind: the optimizer's points joined in ratio
-    order and labelled with their ratio, its Pareto front boxed, every other assignor's points marked."""
+    order and labelled with their ratio, its Pareto front boxed, every other assignor's points marked.
+    ``source`` says in the title and the legend which snapshots were swept (``"generated"``: the seeded
+    :func:`pareto_snapshots`, not the batch's own)."""
     plt = _pyplot()
     sweep = sweep[sweep["snapshots"] > 0] if len(sweep) else sweep
     kinds = sorted(set(sweep["kind"])) if len(sweep) else ["consumer"]
-    fig, axes = plt.subplots(1, len(kinds), figsize=(7.5 * len(kinds), 5.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(7.5 * len(kinds), 6.2), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         part = sweep[sweep["kind"] == kind] if len(sweep) else sweep
         if len(part):
             n = int(part["snapshots"].max())
-            ax.set_title(f"{kind}: {n} snapshot{'s' if n != 1 else ''}", fontsize=10)
+            what = "generated " if source == "generated" else ""
+            ax.set_title(f"{kind}: {n} {what}snapshot{'s' if n != 1 else ''} swept", fontsize=10)
         else:
             ax.text(0.5, 0.5, "no snapshots solved", ha="center", va="center", transform=ax.transAxes)
         unit = "partitions" if kind == "consumer" else "tasks"
@@ -249,13 +299,17 @@ def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "opti
         ax.set_ylabel(f"cross-rack reads ({'partitions' if kind == 'consumer' else 'topic partitions'}, total)")
         ax.grid(alpha=0.3)
         if len(part):
-            _pareto_panel(ax, part, optimizer)
-    fig.suptitle("Traffic against moves: sweeping traffic_cost / non_overlap_cost", fontsize=12)
+            _pareto_panel(ax, part, optimizer, "generated snapshots, not the batch's" if source == "generated"
+                          else None)
+    title = "Traffic against moves: sweeping traffic_cost / non_overlap_cost"
+    if source == "generated":
+        title += "\non generated rack-aware groups, not the batch's own snapshots"
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return _save(fig, path)
 
 
-def _pareto_panel(ax, part, optimizer: str) -> None:
+def _pareto_panel(ax, part, optimizer: str, legend_title: str | None = None) -> None:
     opt = part[part["assignor"] == optimizer].sort_values("ratio")
     if len(opt):
         ax.plot(opt["moves"], opt["cross_rack"], "-o", color=_color(optimizer),
@@ -271,7 +325,9 @@ def _pareto_panel(ax, part, optimizer: str) -> None:
         pts = g[["moves", "cross_rack"]].drop_duplicates()
         ax.scatter(pts["moves"], pts["cross_rack"], marker=_marker(name), s=70, color=_color(name),
                    label=name if len(pts) == 1 else f"{name} ({len(pts)} points)", zorder=5)
-    ax.legend(fontsize=8)
+    # below the panel: inside it, the legend would cover points wherever they fall
+    ax.legend(fontsize=8, title=legend_title, title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13),
+              ncol=3, frameon=False)
     if len(opt):
         _place_labels(ax, [(x, y, "r=" + ", ".join(t)) for (x, y), t in labels.items()], color=_color(optimizer))
 

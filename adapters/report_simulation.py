@@ -16,7 +16,7 @@ from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 from .report_base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
 from .report_batch import Report
 
-__all__ = ["plot_simulation", "write_simulation_report"]
+__all__ = ["plot_simulation", "convergence_bars", "write_simulation_report"]
 
 # --------------------------------------------------------------------------- simulations
 
@@ -49,7 +49,7 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
             y = pd.to_numeric(g[col], errors="coerce")
             offset = (i - (n - 1) / 2) * 0.08  # lines that coincide stay visible
             ax.step(g["round"] + offset, y, where="mid", marker=".", color=colors[label],
-                    linestyle=["-", "--", ":", "-."][i % 4], label=label)
+                    linestyle=["-", "--", ":", "-."][i % 4])
         _mark_events(ax, rows)
         ax.set_ylabel(title, fontsize=9)
         ax.set_xlabel("round (one rebalance each; dotted: an event)", fontsize=8)
@@ -57,31 +57,80 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
         if col != "wall_ms":
             ax.set_ylim(bottom=0)
         ax.yaxis.get_major_locator().set_params(integer=col != "wall_ms" and col != "imbalance")
-        if len(labels) > 1:
-            ax.legend(fontsize=7, title="run", title_fontsize=7)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker=".", color=colors[label], linestyle=["-", "--", ":", "-."][i % 4])
+               for i, label in enumerate(labels)] if len(labels) > 1 else []
+    names = list(labels) if len(labels) > 1 else []
     ax = axes.flat[7]
     if summary is not None and len(summary):
-        episodes = list(dict.fromkeys(zip(summary["episode"], summary["cause"])))
-        width = 0.8 / n
-        for i, label in enumerate(labels):
-            g = summary[summary["label"] == label]
-            vals = [float(v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else 0.0
-                    for v in g["rounds_to_converge"]]
-            ax.bar([e + (i - (n - 1) / 2) * width for e in g["episode"]], vals, width=width, color=colors[label],
-                   hatch=["", "//", "..", "xx"][i % 4], label=label)
-        ax.set_xticks([e for e, _ in episodes], [_short(c) for _, c in episodes], fontsize=7, rotation=30, ha="right")
-        ax.set_xlabel("disturbance", fontsize=8)
-        ax.set_ylabel("rebalances to converge\n(0: not converged)", fontsize=9)
-        ax.yaxis.get_major_locator().set_params(integer=True)
-        ax.grid(axis="y", alpha=0.3)
-        if len(labels) > 1:
-            ax.legend(fontsize=7, title="run", title_fontsize=7)
+        never = _convergence_panel(ax, summary, rows, labels, colors)
+        if never:
+            from matplotlib.patches import Patch
+
+            handles.append(Patch(facecolor="white", edgecolor="#c0392b", hatch="xxx"))
+            names.append("not converged within the run (bar: the rebalances watched)")
     else:
         ax.axis("off")
     name = rows["scenario"].iloc[0] if len(rows) else "simulation"
-    fig.suptitle(f"Simulation: {name}", fontsize=12)
-    fig.tight_layout()
+    fig.suptitle(f"Simulation: {name}", fontsize=12, y=0.995)
+    # one legend for every panel, above them: a legend inside a panel covers its lines
+    if handles:
+        fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=len(handles), fontsize=8,
+                   frameon=False, title="run", title_fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.91 if handles else 0.97))
     return _save(fig, path)
+
+
+def convergence_bars(summary, rows) -> list[dict[str, Any]]:
+    """The bars of the rounds-to-converge panel: one per run (``label``) and disturbance (``episode``), with its
+    ``height`` and whether the run ``converged``. A run that never settles within the run gets the rebalances
+    watched after the disturbance (up to the next one, or the end) as its height: at least that many, never 0.
+
+    >>> import pandas as pd
+    >>> s = pd.DataFrame({"label": ["a", "a"], "episode": [0, 1], "start_round": [0, 4],
+    ...                   "rounds_to_converge": [2, None]})
+    >>> [(b["height"], b["converged"]) for b in convergence_bars(s, pd.DataFrame({"label": "a", "round": range(10)}))]
+    [(2.0, True), (6.0, False)]
+    """
+    bars = []
+    for label in dict.fromkeys(summary["label"]):
+        g = summary[summary["label"] == label]
+        last = int(rows.loc[rows["label"] == label, "round"].max()) if len(rows) else 0
+        for e, start, v in zip(g["episode"], g["start_round"], g["rounds_to_converge"]):
+            converged = v is not None and not (isinstance(v, float) and math.isnan(v))
+            if not converged:
+                nxt = [s for s in g["start_round"] if s > start]
+                v = max(1, (min(nxt) if nxt else last + 1) - int(start))
+            bars.append({"label": label, "episode": e, "height": float(v), "converged": converged})
+    return bars
+
+
+def _convergence_panel(ax, summary, rows, labels: Sequence[str], colors: Mapping[str, str]) -> int:
+    """Rebalances to converge per disturbance and run (:func:`convergence_bars`); a run that never settles is a
+    hatched bar that says "not converged", not a bar of height 0 (the look of the best result). Returns how many
+    such bars were drawn."""
+    episodes = list(dict.fromkeys(zip(summary["episode"], summary["cause"])))
+    n = max(1, len(labels))
+    width = 0.8 / n
+    never = 0
+    for bar in convergence_bars(summary, rows):
+        i = labels.index(bar["label"]) if bar["label"] in labels else 0
+        x = bar["episode"] + (i - (n - 1) / 2) * width
+        if bar["converged"]:
+            ax.bar(x, bar["height"], width=width, color=colors.get(bar["label"]), hatch=["", "//", "..", "xx"][i % 4])
+            continue
+        ax.bar(x, bar["height"], width=width, facecolor="white", edgecolor="#c0392b", hatch="xxx", linewidth=1.2)
+        ax.text(x, bar["height"], "not\nconverged", ha="center", va="bottom", fontsize=6.5, color="#c0392b")
+        never += 1
+    ax.set_xticks([e for e, _ in episodes], [_short(c) for _, c in episodes], fontsize=7, rotation=30, ha="right")
+    ax.set_xlabel("disturbance", fontsize=8)
+    ax.set_ylabel("rebalances to converge", fontsize=9)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.margins(y=0.18)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    return never
 
 
 def _run_colors(labels: Sequence[str]) -> dict[str, str]:

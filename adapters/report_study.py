@@ -13,7 +13,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .report_base import Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page
+from .report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
+                          legend_outside)
 from .report_pareto import DEFAULT_RATIOS
 
 __all__ = ["DEFINITIONS", "plot_vs_size", "plot_rounds", "pareto_for_study", "pareto_table", "write_study_report"]
@@ -82,7 +83,7 @@ def plot_vs_size(by_size, column: str, path: str | Path | None = None, *, ylabel
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=_marker(assignor), ms=7 if optimal else 5,
                     mfc=_color(assignor) if optimal else "none", color=_color(assignor), label=assignor,
                     linestyle="--" if assignor.startswith("kp-") else "-", lw=2.2 if optimal else 1.3,
-                    zorder=2 if optimal else 3, alpha=0.9)
+                    zorder=2 if optimal else 3, alpha=0.9, clip_on=False)  # a point at 0 is drawn whole
         if not series:
             ax.text(0.5, 0.5, "no solved snapshots with this metric", ha="center", va="center",
                     transform=ax.transAxes)
@@ -95,7 +96,7 @@ def plot_vs_size(by_size, column: str, path: str | Path | None = None, *, ylabel
             else:
                 _from_zero(ax, ys_all)
             if series > 1:
-                ax.legend(fontsize=8, title="assignor", title_fontsize=8)
+                legend_outside(ax, title="assignor", title_fontsize=8)
         ax.set_xlabel(f"size: {SIZE_UNIT.get(kind, 'items')} per snapshot (band mean)")
         ax.set_ylabel(label)
         ax.set_title(f"{kind} {'groups' if kind == 'consumer' else 'applications'}", fontsize=10)
@@ -118,15 +119,17 @@ def plot_rounds(summary, path: str | Path | None = None) -> bytes:
         x = list(range(len(names)))
         ax.bar(x, means, color=[_color(n) for n in names], label="mean over snapshots")
         ax.scatter(x, maxes, marker="_", s=400, color="black", zorder=3, label="most for one snapshot")
-        ax.set_xticks(x, names, fontsize=9, rotation=20 if len(names) > 4 else 0)
-        ax.set_xlabel("assignor")
+        played = part["snapshots"] - part["errors"].fillna(0) if "errors" in part.columns else part["snapshots"]
+        ax.set_xticks(x, [f"{a}\nn={int(n)}" for a, n in zip(names, played)], fontsize=9,
+                      rotation=20 if len(names) > 4 else 0)
+        ax.set_xlabel("assignor (n: snapshots played)")
         ax.set_ylabel("rebalances to converge")
         ax.set_title(f"{kind}", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
         ax.yaxis.get_major_locator().set_params(integer=True)
-        ax.set_ylim(0, (max(maxes) if maxes else 1) * 1.35 + 0.2)
+        ax.set_ylim(0, (max(maxes) if maxes else 1) * 1.1 + 0.2)
         if names:
-            ax.legend(fontsize=8, loc="upper right", ncol=2)
+            legend_outside(ax)
         else:
             ax.text(0.5, 0.5, "nothing played", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -134,9 +137,10 @@ def plot_rounds(summary, path: str | Path | None = None) -> bytes:
 
 
 def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, ratios: Sequence[float] | None = None,
-                     time_limit: float | None = 10.0):
+                     time_limit: float | None = 10.0, progress: Any = None):
     """The traffic-against-moves sweep over the study's first ``count`` rack-aware snapshots of each kind
-    (None when ``count`` is 0 or none has racks)."""
+    (None when ``count`` is 0 or none has racks). ``progress``: a :class:`~stickyflow.adapters.progress.Ticker`
+    to count the solves with (its ``total`` is set once the snapshots are chosen)."""
     if not count:
         return None
     import stickyflow
@@ -175,7 +179,13 @@ def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, rat
     if not snaps:
         return None
     names = [a for a in assignors if a not in ("kp-roundrobin",)]
-    return pareto_sweep(snaps, tuple(ratios or DEFAULT_RATIOS), names, time_limit=time_limit)
+    ratios = tuple(ratios or DEFAULT_RATIOS)
+    if progress is not None:
+        progress.total = len(ratios) * sum(  # the solves pareto_sweep makes: an assignor serves its kinds only
+            len(found[kind]) * sum(a in stickyflow.available_assignors(kind) or ":" in a for a in names)
+            for kind in found)
+    return pareto_sweep(snaps, ratios, names, time_limit=time_limit,
+                        progress=None if progress is None else progress.step)
 
 
 def pareto_table(sweep):

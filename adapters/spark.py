@@ -40,6 +40,7 @@ pyspark is imported inside these functions; without it they raise
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -52,6 +53,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
 from .pandas import RESULT_COLUMNS, _assignor_list, error_rows, solve_text
+from .spark_start import log4j_file, start_quietly
 
 __all__ = [
     "spark_session",
@@ -60,6 +62,8 @@ __all__ = [
     "write_results",
     "run_batch",
     "BatchSummary",
+    "BATCH_RECORD",
+    "batch_record",
     "result_schema",
     "SNAPSHOT_COLUMN",
 ]
@@ -121,6 +125,8 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
     master = master or "local[*]"
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # a local session binds loopback anyway; saying so spares the "hostname resolves to a loopback" warning
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cores = os.cpu_count() or 2
     settings = {
         "spark.ui.enabled": "false",
@@ -131,7 +137,8 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
         "spark.sql.execution.arrow.maxRecordsPerBatch": "256",
         "spark.python.worker.reuse": "true",
         "spark.sql.sources.partitionOverwriteMode": "static",
-        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:TieredStopAtLevel=1",
+        "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -XX:TieredStopAtLevel=1 "
+                                         f"-Dlog4j2.configurationFile={log4j_file()}",
         "spark.sql.parquet.compression.codec": "zstd",
     }
     if master.startswith("local"):
@@ -141,6 +148,7 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in settings.items():
         builder = builder.config(k, v)
+    start_quietly(master, app_name, settings)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -148,20 +156,26 @@ def spark_session(master: str | None = None, *, app_name: str = "stickyflow", co
 
 # --------------------------------------------------------------------------- reading
 
-def read_snapshots(spark: Any, path: str, *, column: str = SNAPSHOT_COLUMN, format: str | None = None):
+def read_snapshots(spark: Any, path: str, *, column: str = SNAPSHOT_COLUMN, format: str | None = None,
+                   file_paths: bool = False):
     """A DataFrame ``(source string, snapshot string)`` with one row per snapshot of the dataset at ``path``.
 
     ``format`` (``"json"``, ``"jsonl"``, ``"parquet"``) is guessed from a local
     path as in :func:`stickyflow.datasets.dataset_format`; name it for remote paths.
     ``source`` is the file name (JSON Lines and Parquet rows of one file share it;
-    the id tells them apart). Blank JSON Lines are dropped.
+    the id tells them apart). Blank JSON Lines are dropped. With ``file_paths``,
+    JSON Lines rows also carry their file's whole path in a ``_file`` column, with
+    which :func:`solve_dataframe` names the line of each record that fails
+    (``groups.jsonl:17``; Spark's text reader gives no line numbers).
     """
     from pyspark.sql import functions as F
 
     fmt = format or _guess_format(path)
+    where = None
     if fmt == "jsonl":
         df = spark.read.text(path).where(F.trim(F.col("value")) != "")
         text = F.col("value")
+        where = F.col("_metadata.file_path")
     elif fmt == "json":
         # one snapshot per file, however it is indented. wholetext goes as text()'s own argument: PySpark 4's
         # text() passes its wholetext default to the reader and so overrides an earlier .option("wholetext")
@@ -175,7 +189,10 @@ def read_snapshots(spark: Any, path: str, *, column: str = SNAPSHOT_COLUMN, form
         text = F.col(_parquet_text_column(df, column))
     else:
         raise ValueError(f"format: {fmt!r} is not one of json, jsonl, parquet")
-    return df.select(F.col("_metadata.file_name").alias("source"), text.cast("string").alias(SNAPSHOT_COLUMN))
+    columns = [F.col("_metadata.file_name").alias("source"), text.cast("string").alias(SNAPSHOT_COLUMN)]
+    if where is not None and file_paths:  # the whole file's path, for the lines of rows that fail (LineFinder)
+        columns.append(where.alias(WHERE_COLUMN))
+    return df.select(*columns)
 
 
 def _guess_format(path: str) -> str:
@@ -203,6 +220,48 @@ def _parquet_text_column(df: Any, column: str) -> str:
 
 # --------------------------------------------------------------------------- solving
 
+WHERE_COLUMN = "_file"  # read_snapshots' JSON Lines rows: the path of the file each line came from
+
+
+class LineFinder:
+    """The line number of a JSON Lines record in its file, for the rows that fail: Spark's text reader gives no
+    line numbers, so a worker reads the file once (only when one of its rows fails) and indexes its lines by
+    content. Identical lines get their numbers in file order. None where the file is out of this worker's reach
+    (a remote path) or the line is not found."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, dict[int, list[int]] | None] = {}
+
+    def line(self, where: Any, text: str) -> int | None:
+        """The 1-based line of ``text`` in the file ``where`` (a path or ``file:`` URI)."""
+        if not isinstance(where, str):
+            return None
+        index = self._files.get(where, False)
+        if index is False:
+            index = self._files[where] = _line_index(where)
+        if not index:
+            return None
+        numbers = index.get(hash(text))
+        return numbers.pop(0) if numbers and len(numbers) > 1 else numbers[0] if numbers else None
+
+
+def _line_index(where: str) -> dict[int, list[int]] | None:
+    from urllib.parse import unquote, urlparse
+
+    url = urlparse(where)
+    if url.scheme not in ("", "file"):
+        return None
+    index: dict[int, list[int]] = {}
+    try:
+        with open(unquote(url.path) if url.scheme else where, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                index.setdefault(hash(line), []).append(n)
+    except OSError:
+        return None
+    return index
+
+
 @dataclass(frozen=True, slots=True)
 class _Solver:
     """What a worker runs (pickled to the executors): the assignors and how to solve."""
@@ -214,9 +273,13 @@ class _Solver:
     num_workers: int | None
     include_result: bool
 
-    def rows(self, texts: Sequence[Any], sources: Sequence[Any]) -> list[dict[str, Any]]:
+    def rows(self, texts: Sequence[Any], sources: Sequence[Any], wheres: Sequence[Any] | None = None,
+             lines: "LineFinder | None" = None) -> list[dict[str, Any]]:
+        """The batch rows of these snapshots; with ``wheres`` (the JSON Lines file of each), a row that failed
+        names its line in ``source`` (``groups.jsonl:17``), as the local reader does for every row."""
         out: list[dict[str, Any]] = []
-        for text, source in zip(texts, sources):
+        for k, (text, source) in enumerate(zip(texts, sources)):
+            start = len(out)
             source = source if isinstance(source, str) else None
             if not isinstance(text, str):
                 out += error_rows(f"{self.column}: is missing (null)", self.assignors, source=source,
@@ -228,22 +291,30 @@ class _Solver:
             except Exception as exc:  # a bug must cost one row, not the job
                 out += error_rows(f"{type(exc).__name__}: {exc}", self.assignors, status="error", source=source,
                                   include_result=self.include_result)
+            failed = [r for r in out[start:] if r.get("status") in ("invalid", "error")]
+            if failed and wheres is not None and isinstance(text, str) and source:
+                line = (lines or LineFinder()).line(wheres[k], text)
+                for r in failed:
+                    r["source"] = f"{source}:{line}" if line is not None else source
         return out
 
     def arrow(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         schema = _arrow_schema(self.include_result)
+        lines = LineFinder()
         for batch in batches:
             texts = batch.column(SNAPSHOT_COLUMN).to_pylist()
             sources = batch.column("source").to_pylist()
-            yield pa.RecordBatch.from_pylist(self.rows(texts, sources), schema=schema)
+            wheres = batch.column(WHERE_COLUMN).to_pylist() if WHERE_COLUMN in batch.schema.names else None
+            yield pa.RecordBatch.from_pylist(self.rows(texts, sources, wheres, lines), schema=schema)
 
     def pandas(self, frame: Any) -> Any:
         from .pandas import _columns, _typed_frame
 
         texts = [t if isinstance(t, str) else None for t in frame[SNAPSHOT_COLUMN].tolist()]
-        return _typed_frame(self.rows(texts, frame["source"].tolist()), _columns(self.include_result))
+        wheres = frame[WHERE_COLUMN].tolist() if WHERE_COLUMN in frame.columns else None
+        return _typed_frame(self.rows(texts, frame["source"].tolist(), wheres), _columns(self.include_result))
 
 
 def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "sticky"), *,
@@ -270,7 +341,8 @@ def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "stick
     if partitions is None:
         partitions = 4 * max(1, spark.sparkContext.defaultParallelism)
     source = F.col("source").cast("string") if "source" in df.columns else F.lit(None).cast("string")
-    df = df.select(source.alias("source"), F.col(column).cast("string").alias(SNAPSHOT_COLUMN))
+    keep = [WHERE_COLUMN] if WHERE_COLUMN in df.columns else []
+    df = df.select(source.alias("source"), F.col(column).cast("string").alias(SNAPSHOT_COLUMN), *keep)
     solver = _Solver(assignors=names, column=column, time_limit=time_limit, seed=seed, num_workers=num_workers,
                      include_result=include_result)
     schema = result_schema(include_result)
@@ -282,7 +354,7 @@ def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "stick
             # too few input splits to keep every core busy: shuffle. Hash-partition on a row number, not
             # round-robin: Spark sorts the rows before a round-robin repartition
             # (spark.sql.execution.sortBeforeRepartition), which would sort megabytes of JSON text
-            rows = df.select(F.monotonically_increasing_id().alias("_row"), "source", SNAPSHOT_COLUMN)
+            rows = df.select(F.monotonically_increasing_id().alias("_row"), "source", SNAPSHOT_COLUMN, *keep)
             df = rows.repartition(partitions, "_row").drop("_row")
         return df.mapInArrow(solve_batches, schema)
 
@@ -291,7 +363,7 @@ def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "stick
     def solve_group(frame):
         return solver.pandas(frame)
 
-    return df.select(bucket, "source", SNAPSHOT_COLUMN).groupBy("_bucket").applyInPandas(solve_group, schema)
+    return df.select(bucket, "source", SNAPSHOT_COLUMN, *keep).groupBy("_bucket").applyInPandas(solve_group, schema)
 
 
 def _check_assignor_names(names: Sequence[str]) -> None:
@@ -310,7 +382,8 @@ def _check_assignor_names(names: Sequence[str]) -> None:
 
 # --------------------------------------------------------------------------- writing
 
-def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | None = None) -> None:
+def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | None = None,
+                  extra_files: Mapping[str, bytes] | None = None) -> None:
     """Write ``df`` as Parquet at ``output``, replacing it only once the whole write has succeeded.
 
     The rows go to ``.<name>.stickyflow-tmp-<run>`` beside ``output`` (overwrite
@@ -320,6 +393,8 @@ def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | 
     Connect, where Hadoop's FileSystem is out of reach, it falls back to an
     overwrite-mode write straight to ``output``: a re-run still replaces
     everything, but an interrupted run leaves a partial folder until then.)
+    ``extra_files`` (name -> bytes; names starting with ``_``, which Parquet
+    readers skip) go into the folder with the rows, before it is renamed.
     """
     spark = df.sparkSession
     jvm = getattr(spark, "_jvm", None)
@@ -343,6 +418,12 @@ def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | 
     run = uuid.uuid4().hex[:12]
     tmp = hadoop_path(parent, f".{name}{TMP_MARK}{run}")
     df.write.mode("overwrite").parquet(tmp.toString())
+    for file_name, data in (extra_files or {}).items():
+        stream = fs.create(hadoop_path(tmp, file_name), True)
+        try:
+            stream.write(bytearray(data))
+        finally:
+            stream.close()
     if on_tmp_written is not None:
         on_tmp_written()
     old = hadoop_path(parent, f".{name}{OLD_MARK}{run}")
@@ -356,6 +437,19 @@ def write_results(df: Any, output: str, *, on_tmp_written: Callable[[], None] | 
 
 
 # --------------------------------------------------------------------------- the batch
+
+BATCH_RECORD = "_stickyflow.json"  # inside OUTPUT: where its snapshots came from (Parquet readers skip "_" files)
+
+
+def batch_record(input: str, format: str, column: str, assignors: Sequence[str]) -> bytes:
+    """What a batch writes beside its rows, so that ``stickyflow report`` can find the snapshots again (its Pareto
+    sweep re-solves them): the input (absolute, when a local path), its format and column, the assignors."""
+    local = input[len("file://"):] if input.startswith("file://") else input
+    where = input if "://" in local else os.path.abspath(local)
+    doc = {"format": "stickyflow.batch/1", "input": where, "input_format": format, "column": column,
+           "assignors": list(assignors)}
+    return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BatchSummary:
@@ -406,12 +500,12 @@ def run_batch(input: str, output: str, assignors: Sequence[str] | str = ("optima
     sc.setJobGroup(group, f"stickyflow batch {input}")
     watcher = _ProgressWatcher(sc, group, progress) if progress else None
     try:
-        snaps = read_snapshots(spark, input, column=column, format=format)
+        snaps = read_snapshots(spark, input, column=column, format=format, file_paths=True)
         rows = solve_dataframe(snaps, names, partitions=partitions, strategy=strategy, time_limit=time_limit,
                                seed=seed, num_workers=num_workers, include_result=include_result)
         if watcher:
             watcher.start()
-        write_results(rows, output)
+        write_results(rows, output, extra_files={BATCH_RECORD: batch_record(input, format, column, names)})
     finally:
         if watcher:
             watcher.stop()

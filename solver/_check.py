@@ -16,6 +16,22 @@ _MISSING = object()
 INT32_MAX = 2**31 - 1  # Kafka's partition ids, partition counts and generation ids are 32-bit
 
 
+def missing_rule(obj: dict, key: str) -> str:
+    """The rule a missing required ``key`` of ``obj`` breaks, with the likely typo when ``obj`` has a key close
+    to it (a misspelt required field is missing, not unknown, so the unknown-field warning never names it).
+
+    >>> missing_rule({"id": "a", "subscripton": ["t"]}, "subscription")
+    'is required (found "subscripton": did you mean "subscription"?)'
+    """
+    if obj:
+        import difflib
+
+        near = difflib.get_close_matches(key, [k for k in obj if isinstance(k, str)], n=1, cutoff=0.75)
+        if near:
+            return f'is required (found "{near[0]}": did you mean "{key}"?)'
+    return "is required"
+
+
 def is_int(value: Any) -> bool:
     """True for a JSON integer (``bool`` is not an integer here)."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -75,7 +91,7 @@ class Checker:
         value = obj.get(key, _MISSING)
         if value is _MISSING:
             if required:
-                self.fail(_join(path, key), "is required")
+                self.fail(_join(path, key), missing_rule(obj, key))
             return _MISSING
         return value
 

@@ -12,7 +12,7 @@ import os
 from typing import Any, Union
 
 from . import _jsonio
-from ._check import Checker
+from ._check import Checker, missing_rule
 from .consumer import SNAPSHOT_FORMAT, ConsumerSnapshot, consumer_to_json, parse_consumer
 from .consumer_check import _gc_paused
 from .errors import InvalidSnapshotError, Problem
@@ -35,7 +35,7 @@ def _parse(doc: dict) -> Snapshot:
     chk = Checker()
     fmt = doc.get("format")
     if fmt != SNAPSHOT_FORMAT:
-        rule = "is required" if "format" not in doc else f'must be "{SNAPSHOT_FORMAT}"'
+        rule = missing_rule(doc, "format") if "format" not in doc else f'must be "{SNAPSHOT_FORMAT}"'
         chk.fail("format", rule)
     kind = doc.get("kind")
     if kind == "consumer":
@@ -45,7 +45,7 @@ def _parse(doc: dict) -> Snapshot:
 
         snap = parse_streams(doc, chk)
     else:
-        chk.fail("kind", 'is required' if "kind" not in doc else 'must be "consumer" or "streams"')
+        chk.fail("kind", missing_rule(doc, "kind") if "kind" not in doc else 'must be "consumer" or "streams"')
         snap = None
     chk.raise_if_any()
     return snap

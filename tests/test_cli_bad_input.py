@@ -27,8 +27,8 @@ CASES = {
     # the command itself
     "no-command": ([], "stickyflow: argument COMMAND: required"),
     "unknown-command": (["nope"], "stickyflow: command: 'nope'"),
-    "unknown-option": (["solve", "{snap}", "--bogus"], "stickyflow: option --bogus: not understood"),
-    "assignors-extra": (["assignors", "extra"], "stickyflow: argument extra: not understood"),
+    "unknown-option": (["solve", "{snap}", "--bogus"], "option --bogus: not understood by stickyflow solve"),
+    "assignors-extra": (["assignors", "extra"], "argument extra: not understood by stickyflow assignors"),
     # solve
     "solve-no-snapshot": (["solve"], "argument SNAPSHOT: required"),
     "solve-missing": (["solve", "{missing}"], "path: "),

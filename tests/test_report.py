@@ -66,7 +66,7 @@ def test_summary_table_adds_up(batch):
 def test_report_renders(batch, tmp_path):
     path, frame = batch
     out = tmp_path / "report"
-    rep = report.write_report(path, out, pareto_count=3, pareto_seed=1, ratios=(0, 1, 100))
+    rep = report.write_report(path, out, pareto_input="generated", pareto_count=3, pareto_seed=1, ratios=(0, 1, 100))
     for name in ("metrics.png", "time_vs_size.png", "pareto.png"):
         data = (out / name).read_bytes()
         assert data[:8] == PNG and len(data) > 5_000, name
@@ -150,7 +150,8 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
 def test_cli_report(batch, tmp_path, capsys):
     path, _ = batch
     out = tmp_path / "cli"
-    assert main(["report", str(path), "-o", str(out), "--pareto-count", "2", "--ratios", "0,1"]) == 0
+    assert main(["report", str(path), "-o", str(out), "--pareto-input", "generated", "--pareto-count", "2",
+                 "--ratios", "0,1"]) == 0
     text = capsys.readouterr().out
     assert "optimal" in text and "moves_total" in text
     for name in ("summary.csv", "metrics.png", "time_vs_size.png", "pareto.png", "pareto.csv", "report.html"):
@@ -379,7 +380,8 @@ def _html_tables(page: str) -> list:
 
 def test_report_html_defines_metrics_fits_the_page_and_repeats_no_row(batch, tmp_path):
     path, _ = batch
-    report.write_report(path, tmp_path / "r", pareto_count=3, pareto_seed=1, ratios=(0, 0.5, 1, 10, 100))
+    report.write_report(path, tmp_path / "r", pareto_input="generated", pareto_count=3, pareto_seed=1,
+                        ratios=(0, 0.5, 1, 10, 100))
     page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "overflow-x:auto" in page and "max-width:100%" in page  # a wide table scrolls inside the page
     assert "<dl>" in page and "<dt>moves</dt>" in page

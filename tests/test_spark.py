@@ -76,7 +76,8 @@ def test_batch_writes_every_good_row_and_an_error_row_per_bad_one(spark, dataset
     assert sorted(set(good["id"])) == sorted(d["id"] for d in docs)
     assert good.groupby("id").size().eq(2).all()
     invalid = frame[frame["status"] == "invalid"]
-    assert invalid["error"].notna().all() and set(invalid["source"]) == {"snapshots.jsonl"}
+    assert invalid["error"].notna().all()
+    assert set(invalid["source"]) == {f"snapshots.jsonl:{3 * i + 3}" for i in range(bad)}  # the file and line
     assert {"members: must be an array", "snapshot: must be a JSON object"} <= set(invalid["error"])
     assert set(invalid["id"].dropna()) == {"bad-members", "bad-kind"}
     # the same numbers as the in-process loop

@@ -54,5 +54,5 @@ def test_the_command_line_prints_each_warning_and_still_solves(doc, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "stickyflow", "solve", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0
     lines = proc.stderr.strip().splitlines()
-    assert lines and all(line.startswith("stickyflow: warning: ") for line in lines)
+    assert lines and all(line.startswith("stickyflow solve: warning: ") for line in lines)
     assert json.loads(proc.stdout)["error"] == "NONE"
