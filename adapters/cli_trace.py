@@ -24,7 +24,7 @@ from .cli_input import BadInput, int_at_least, positive_number
 
 __all__ = ["add_trace_options", "is_trace", "run_trace", "DEFAULT_METHODS"]
 
-DEFAULT_METHODS = "optimal,latency,bfd,mwf,mbfp,kafka:10-32"
+DEFAULT_METHODS = "optimal,latency,bfd,mwf,mbfp,least-loaded,kafka:10-32"
 
 
 def _non_negative(text: str) -> float:
@@ -67,7 +67,7 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--every", type=int_at_least(1), default=None, metavar="N", help="plan at least every N steps "
                    "(default 1: every step)")
     g.add_argument("--trigger", type=positive_number, default=None, metavar="X",
-                   help="plan when a member's load exceeds X (default 4/3 of the capacity)")
+                   help="plan when a member's load exceeds X (default 1.33 x the capacity)")
     g.add_argument("--drain", type=positive_number, default=None, metavar="X",
                    help="what a member consumes per second (default: the trigger)")
     g.add_argument("--pause", type=_non_negative, default=None, metavar="S",

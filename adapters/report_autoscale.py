@@ -2,7 +2,8 @@
 
 :func:`write_autoscale_report` writes, into one folder:
 
-* ``runs.csv``: one row per trace and method (:meth:`TraceRun.summary`);
+* ``runs.csv``: one row per trace and method (:meth:`TraceRun.summary`, and ``at_fewest``: the steps at which
+  the method used the fewest members, as the exact plan proved them);
 * ``steps.csv``: one row per trace, method and step (consumers, moved load, R-score,
   moves, plan ran, count proven, bound);
 * ``table.md``: per delta, each method's means over the traces (consumers, R-score,
@@ -30,7 +31,8 @@ from stickyflow.errors import BackendMissingError
 __all__ = ["write_autoscale_report", "autoscale_checks", "summary_table"]
 
 _STYLE = {"optimal": ("#1f77b4", "o", "stickyflow least moved"), "latency": ("#17becf", "D", "stickyflow latency-aware"),
-          "bfd": ("#d62728", "s", "BFD"), "mwf": ("#2ca02c", "^", "MWF"), "mbfp": ("#9467bd", "v", "MBFP")}
+          "bfd": ("#d62728", "s", "BFD"), "mwf": ("#2ca02c", "^", "MWF"), "mbfp": ("#9467bd", "v", "MBFP"),
+          "least-loaded": ("#8c564b", "P", "least-loaded (Ezzeddine)")}
 _STEP_FIELDS = ("trace", "delta", "method", "step", "consumers", "moved_load", "rscore", "moves", "planned",
                 "proven", "bound")
 
@@ -50,12 +52,13 @@ def _label(method: str) -> str:
 def summary_table(rows: Sequence[Mapping[str, Any]], delta: float) -> str:
     """Markdown: per method (plans first, then Kafka by size), the means over the traces of ``delta``."""
     picked = [r for r in rows if r["delta"] == delta]
-    lines = ["| method | consumers | R-score | p50 (s) | p90 (s) | p99 (s) | plans proving their count |",
+    lines = ["| method | consumers | R-score | p50 (s) | p90 (s) | p99 (s) | steps at the proven fewest |",
              "|---|---|---|---|---|---|---|"]
     for m in _order(list(dict.fromkeys(r["method"] for r in picked))):
         mine = [r for r in picked if r["method"] == m]
         avg = {k: float(np.mean([r[k] for r in mine])) for k in ("consumers", "rscore", "p50_s", "p90_s", "p99_s")}
-        proven = "-" if m.startswith("kafka:") else f"{sum(r['proven'] for r in mine)}/{sum(r['plans'] for r in mine)}"
+        fewest = [r.get("at_fewest") for r in mine]
+        proven = "-" if m.startswith("kafka:") or None in fewest else f"{sum(fewest)}/{sum(r['steps'] for r in mine)}"
         lines.append(f"| {_label(m)} | {avg['consumers']:.2f} | {avg['rscore']:.3f} | {avg['p50_s']:.2f} | "
                      f"{avg['p90_s']:.2f} | {avg['p99_s']:.2f} | {proven} |")
     return "\n".join(lines) + "\n"
@@ -100,6 +103,15 @@ def autoscale_checks(runs: Mapping[tuple[str, float | None], Mapping[str, Any]],
                   "rscore_bfd_0.6": all(d["vs_bfd"] <= 0.6 for d in deltas.values()),
                   "p99_bfd": out["p99_vs_bfd_worst_trace"] <= 1.0}
     return out
+
+
+def _proven_fewest(by: Mapping[str, Any]) -> np.ndarray | None:
+    """Per step, the fewest members the exact plan proved (-1 where it proved none): the least count depends
+    on the step's rates alone, so it holds for every method's run of the trace."""
+    exact = by.get("optimal")
+    if exact is None:
+        return None
+    return np.where(exact.proven, exact.consumers, -1)
 
 
 def _delta_name(delta: float | None) -> str:
@@ -193,8 +205,10 @@ def write_autoscale_report(out: str | Path, runs: Mapping[tuple[str, float], Map
         steps = csv.writer(fh)
         steps.writerow(_STEP_FIELDS)
         for (trace, delta), by in runs.items():
+            fewest = _proven_fewest(by)
             for m, run in by.items():
-                rows.append({**run.summary(), "delta": delta})
+                at = None if fewest is None else int((run.consumers == fewest).sum())
+                rows.append({**run.summary(), "delta": delta, "at_fewest": at})
                 for k in range(len(run.consumers)):
                     steps.writerow([trace, delta, m, k, int(run.consumers[k]), f"{run.moved_load[k]:g}",
                                     f"{run.rscore[k]:.6g}", int(run.moves[k]), int(run.planned[k]),

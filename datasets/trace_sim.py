@@ -48,21 +48,24 @@ from stickyflow.registry import SolveOptions
 from .fluid import FluidModel, LatencySummary
 from .traces import Trace
 
-__all__ = ["TraceSettings", "TraceRun", "simulate_trace", "simulate_methods", "check_method"]
+__all__ = ["TraceSettings", "TraceRun", "simulate_trace", "simulate_methods", "check_method", "TRIGGER_FACTOR"]
+
+#: the trigger (and drain) capacity over the packing capacity by default: Landau's 133 against 100
+TRIGGER_FACTOR = 1.33
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TraceSettings:
     """How the autoscaler and the group behave (see the module docstring); ``None``: the default named."""
 
-    trigger: float | None = None   # default: 4/3 of the trace's capacity (Landau's 133 for 100)
+    trigger: float | None = None   # default: 1.33 x the trace's capacity (Landau's 133 for 100)
     drain: float | None = None     # default: the trigger capacity
     pause: float = 5.0             # seconds a member waits per partition it gains
     every: int = 1                 # plan at least every this many steps
     time_limit: float | None = None  # per plan, CP-SAT's deterministic seconds
 
     def resolved(self, capacity: float) -> tuple[float, float]:
-        trigger = self.trigger if self.trigger is not None else capacity * 4.0 / 3.0
+        trigger = self.trigger if self.trigger is not None else capacity * TRIGGER_FACTOR
         return trigger, self.drain if self.drain is not None else trigger
 
 

@@ -46,6 +46,7 @@ __all__ = ["solve_plan_exact", "DEFAULT_TIME_LIMIT", "MAX_PAIRS", "relabel", "cp
            "exact_start", "hinted"]
 
 DEFAULT_TIME_LIMIT = 2.0  # deterministic seconds for both stages together
+COUNT_SHARE = 0.5  # of the budget, for the count search (the moved-load search has the rest)
 MAX_PAIRS = 400_000  # (partition, member) variables beyond which a stage is not attempted
 WALL_GUARD, WALL_GUARD_S = 3.0, 5.0
 _DENSE_RELABEL = 2_000  # members x bins up to which the matching is a linear assignment (else greedy)
@@ -339,7 +340,7 @@ def _count_stage(problem: PlanProblem, weights: Weights, best: np.ndarray, lb: i
         notes.append(f"the count model ({pairs:,} pairs) exceeds {MAX_PAIRS:,}: the count is not proven")
         return lb, best, 0.0
     t = time.perf_counter()
-    budget = 0.4 * limit
+    budget = COUNT_SHARE * limit
     hint = np.unique(best[rest], return_inverse=True)[1]
     name, bins, lower, fired = _fewest(weights.w[rest], weights.cap, k, options, budget, started, limit, hint)
     extra.update(count_status=name, t_count=round(time.perf_counter() - t, 4))
