@@ -16,7 +16,7 @@ answer breaks a rule raises :class:`InvalidAssignmentError` (a bug).
 ...     "topics": {"t": {"partitions": 4, "rates": [60, 50, 30, 40]}}, "config": {"capacity": 100},
 ...     "members": [{"id": "a", "subscription": ["t"], "owned": {"t": [0, 1, 2, 3]}}]})
 >>> p.members, p.keep, p.add, p.moved_load, p.solver.status
-(2, ('a',), ('new-1',), 50.0, 'optimal')
+(2, ('a',), ('new-1',), 80.0, 'optimal')
 >>> p.to_json()["assignment"]
 {'a': {'t': [0, 3]}, 'new-1': {'t': [1, 2]}}
 """
