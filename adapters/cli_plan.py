@@ -18,28 +18,12 @@ import json
 import sys
 
 from .cli_input import BadInput, existing_path, int_at_least, positive_number, seconds, writable_file
+from .cli_trace import NON_NEGATIVE, bounded_number
 
 __all__ = ["add_parser"]
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a fraction of the capacity, above 0 and at most 1")
-    return value
-
-
-def _seconds_or_zero(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds >= 0")
-    return value
+_FRACTION = bounded_number(0.0, 1.0, "must be a fraction of the capacity, above 0 and at most 1", open_low=True)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -57,13 +41,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="CP-SAT's budget in deterministic seconds (optimal, latency; default 2)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="CP-SAT's seed (default 0)")
     p.add_argument("--workers", type=int_at_least(1), default=None, help="CP-SAT's workers (default 1)")
-    p.add_argument("--up", type=_fraction, default=None, help="least-loaded: pack to this fraction of the "
+    p.add_argument("--up", type=_FRACTION, default=None, help="least-loaded: pack to this fraction of the "
                    "capacity (default 1)")
-    p.add_argument("--down", type=_fraction, default=None, help="least-loaded: shrink only if the group fits "
+    p.add_argument("--down", type=_FRACTION, default=None, help="least-loaded: shrink only if the group fits "
                    "this fraction (default 0.9)")
     p.add_argument("--drain", type=positive_number, default=None, help="latency: what a member consumes per "
                    "second (default: the capacity)")
-    p.add_argument("--pause", type=_seconds_or_zero, default=None, help="latency: seconds a member pauses per "
+    p.add_argument("--pause", type=NON_NEGATIVE, default=None, help="latency: seconds a member pauses per "
                    "partition it gains (default 5)")
     p.add_argument("--compact", action="store_true", help="write JSON without indentation")
     p.set_defaults(func=run, cli_assignor_option="--method")

@@ -22,19 +22,31 @@ import time
 
 from .cli_input import BadInput, int_at_least, positive_number
 
-__all__ = ["add_trace_options", "is_trace", "run_trace", "DEFAULT_METHODS"]
+__all__ = ["add_trace_options", "is_trace", "run_trace", "DEFAULT_METHODS", "bounded_number", "NON_NEGATIVE"]
 
 DEFAULT_METHODS = "optimal,latency,bfd,mwf,mbfp,least-loaded,kafka:10-32"
 
 
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    return value
+def bounded_number(low: float, high: float, rule: str, *, open_low: bool = False):
+    """An option type: a number from ``low`` to ``high`` (above ``low`` with ``open_low``), else ``rule``.
+
+    >>> bounded_number(0, 1, "must be a fraction", open_low=True)("0.5")
+    0.5
+    """
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (low < value if open_low else low <= value) or not value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} {rule}")
+        return value
+
+    return parse
+
+
+NON_NEGATIVE = bounded_number(0.0, float("inf"), "must be a finite number >= 0")
+NON_NEGATIVE.__name__ = "non-negative number"
 
 
 def _int_list(text: str) -> list[int]:
@@ -70,7 +82,7 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
                    help="plan when a member's load exceeds X (default 1.33 x the capacity)")
     g.add_argument("--drain", type=positive_number, default=None, metavar="X",
                    help="what a member consumes per second (default: the trigger)")
-    g.add_argument("--pause", type=_non_negative, default=None, metavar="S",
+    g.add_argument("--pause", type=NON_NEGATIVE, default=None, metavar="S",
                    help="seconds a member pauses per partition it gains (default 5)")
     g.add_argument("--seeds", type=_int_list, default=None, metavar="A-B", help="generated traces: these seeds")
     g.add_argument("--deltas", type=_number_list, default=None, metavar="D,...",

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from stickyflow.errors import BackendMissingError
+from .report_base import legend_outside, pyplot
 
 __all__ = ["write_autoscale_report", "autoscale_checks", "summary_table"]
 
@@ -124,21 +124,10 @@ def _ratio(a: float, b: float) -> float:
     return float(a) / float(b)
 
 
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise BackendMissingError("the study's plots need matplotlib: pip install 'stickyflow[plots]'") from exc
-    matplotlib.use("Agg", force=True)
-    from matplotlib import pyplot
-
-    return pyplot
-
-
 def _plot_consumers(runs: Mapping[str, Any], trace: str, path: Path) -> None:
     """One panel per plan method (so that no line hides another): its consumers over time, and the proven
     fewest (the exact plan's bound) as a grey band behind."""
-    plt = _pyplot()
+    plt = pyplot()
     methods = [m for m in _order(list(runs)) if not m.startswith("kafka:")]
     fig, axes = plt.subplots(len(methods), 1, figsize=(9.0, 1.45 * len(methods) + 0.9), sharex=True, sharey=True,
                              squeeze=False)
@@ -153,7 +142,7 @@ def _plot_consumers(runs: Mapping[str, Any], trace: str, path: Path) -> None:
         ax.plot(minutes, runs[m].consumers, drawstyle="steps-post", color=color, marker=marker, markevery=10,
                 markersize=4, linewidth=1.2, label=label)
         ax.set_ylabel("consumers", fontsize=8)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        legend_outside(ax)
         ax.grid(True, axis="y", alpha=0.3)
     axes[-1, 0].set_xlabel("time (minutes)")
     fig.suptitle(f"Consumers over time, trace {trace} (grey: the proven fewest, from the exact plan's bound)",
@@ -164,7 +153,7 @@ def _plot_consumers(runs: Mapping[str, Any], trace: str, path: Path) -> None:
 
 
 def _plot_p99(rows: Sequence[Mapping[str, Any]], delta: float, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9.5, 4.6))
     picked = [r for r in rows if r["delta"] == delta]
     kafka = sorted({r["method"] for r in picked if r["method"].startswith("kafka:")}, key=lambda m: int(m[6:]))
@@ -185,7 +174,7 @@ def _plot_p99(rows: Sequence[Mapping[str, Any]], delta: float, path: Path) -> No
     ax.set_xlabel("consumers (mean over the trace)")
     ax.set_ylabel("p99 latency (s, log above 1 s)")
     ax.set_title(f"p99 latency against consumers, {_delta_name(delta)}, mean over the traces")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    legend_outside(ax)
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -141,9 +141,13 @@ class FluidModel:
         self.holder = list(members)
         self.k += 1
 
+    def _step_of(self, when: float) -> int:
+        """The step whose rates hold at arrival time ``when`` (a time within rounding of a step's start
+        belongs to that step: every use agrees, so no stretch is priced at a neighbour's rate)."""
+        return min(math.floor(when / self.T + 1e-9), self.k)
+
     def _rate(self, j: int, when: float) -> float:
-        k = min(int(when // self.T), self.k)
-        return float(self.rates[k, j])
+        return float(self.rates[self._step_of(when), j])
 
     def _serve(self, parts: list[int], capacity: list[tuple[float, float, float]], t0: float,
                t1: float) -> list[tuple[float, float, float]]:
@@ -180,7 +184,7 @@ class FluidModel:
                 theta = s
             arrival_rate = sum(self._rate(j, theta) for j in front)
             others = [tau[j] for j in active if tau[j] > theta + eps]
-            limit = min(min(others) if others else math.inf, (math.floor(theta / self.T + eps) + 1) * self.T)
+            limit = min(min(others) if others else math.inf, (self._step_of(theta) + 1) * self.T)
             if arrival_rate <= 0:  # nothing arrived in this stretch of the front: skip it
                 for j in front:
                     tau[j] = min(limit, s)
@@ -220,8 +224,9 @@ class FluidModel:
         for j, t in enumerate(self.tau):
             a = t
             while a < end - self._eps:
-                b = min((math.floor(a / self.T + 1e-9) + 1) * self.T, end)
-                m = float(self.rates[min(int(a // self.T), self.k - 1), j]) * (b - a)
+                k = min(self._step_of(a), self.k - 1)
+                b = min((k + 1) * self.T, end)
+                m = float(self.rates[k, j]) * (b - a)
                 if m > 0:
                     lo.append(end - b)
                     hi.append(end - a)
@@ -234,6 +239,10 @@ class FluidModel:
         mean = float((arr[2] * (arr[0] + arr[1]) / 2).sum() / total) if total else 0.0
         return LatencySummary(p50=p50, p90=p90, p99=p99, mean=mean, max=float(arr[1].max(initial=0.0)),
                               served_share=served / total if total else 1.0)
+
+    def served(self) -> float:
+        """Every record consumed in the steps played."""
+        return float(sum(self._mass))
 
     def arrived(self) -> float:
         """Every record that arrived in the steps played (for checks: served + waiting)."""

@@ -39,6 +39,7 @@ import numpy as np
 
 from stickyflow.errors import BackendMissingError
 from stickyflow.plan_bounds import l2_bound
+from stickyflow.plan_leastloaded import greedy_match
 from stickyflow.plan_methods import INCUMBENTS, PlanDecision, best_of, plan_key, run_heuristic
 from stickyflow.plan_problem import PlanProblem, Weights
 
@@ -87,7 +88,7 @@ def relabel(problem: PlanProblem, weights: Weights, slots: np.ndarray) -> np.nda
     value = _values(problem, weights, bins, k)
     size = max(k, m)
     if size > _DENSE_RELABEL:
-        target = _greedy_match(value, k, m)
+        target = greedy_match(value)
     else:
         from ortools.graph.python import linear_sum_assignment
 
@@ -98,30 +99,10 @@ def relabel(problem: PlanProblem, weights: Weights, slots: np.ndarray) -> np.nda
         rows, cols = np.divmod(np.arange(size * size, dtype=np.int64), size)
         lsa.add_arcs_with_cost(rows, cols, (top - full).ravel())
         if lsa.solve() != lsa.OPTIMAL:  # pragma: no cover - a complete bipartite graph always matches
-            target = _greedy_match(value, k, m)
+            target = greedy_match(value)
         else:
             target = np.array([lsa.right_mate(b) for b in range(k)], dtype=np.int64)
     return target[bins]
-
-
-def _greedy_match(value: np.ndarray, k: int, m: int) -> np.ndarray:
-    target = np.full(k, -1, dtype=np.int64)
-    taken = np.zeros(m, dtype=bool)
-    for flat in np.argsort(-value, axis=None, kind="stable").tolist():
-        b, i = divmod(flat, m)
-        if value[b, i] <= 0:
-            break
-        if target[b] < 0 and not taken[i]:
-            target[b], taken[i] = i, True
-    free = iter(np.flatnonzero(~taken).tolist())
-    new = m
-    for b in range(k):
-        if target[b] < 0:
-            nxt = next(free, None)
-            if nxt is None:
-                nxt, new = new, new + 1
-            target[b] = nxt
-    return target
 
 
 # --------------------------------------------------------------------------- CP-SAT set-up

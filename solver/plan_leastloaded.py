@@ -36,7 +36,7 @@ from .plan_anyfit import decreasing_order
 from .plan_bounds import l2_bound
 from .plan_problem import PlanProblem, Weights
 
-__all__ = ["least_loaded", "pack_least_loaded"]
+__all__ = ["least_loaded", "pack_least_loaded", "greedy_match"]
 
 
 def pack_least_loaded(w: np.ndarray, cap: int, k: int) -> np.ndarray | None:
@@ -82,25 +82,25 @@ def _fewest(w: np.ndarray, cap: int) -> tuple[int, np.ndarray]:
         k += 1
 
 
-def _relabel(problem: PlanProblem, w: np.ndarray, bins: np.ndarray, k: int) -> np.ndarray:
-    """Slots for packing ``bins`` (``0 .. k - 1``): each bin goes to the existing member it shares the most
-    load with, greedily, largest share first; the others to existing members left over, then to new ones."""
-    m = problem.m
+def greedy_match(share: np.ndarray) -> np.ndarray:
+    """Bins to members for ``share[b, i]`` (what bin ``b`` keeps if existing member ``i`` takes it): the pair
+    that shares most first, each bin and member once; the bins left go to the members left (in their order),
+    then to new members ``m``, ``m + 1``, ...
+
+    >>> greedy_match(np.array([[5.0, 0.0], [6.0, 1.0], [0.0, 0.0]])).tolist()
+    [1, 0, 2]
+    """
+    k, m = share.shape
     target = np.full(k, -1, dtype=np.int64)
-    owned = problem.owner >= 0
-    if m and owned.any():
-        share = np.zeros((k, m), dtype=np.float64)
-        np.add.at(share, (bins[owned], problem.owner[owned]), w[owned].astype(np.float64) + 1e-9)
-        taken = np.zeros(m, dtype=bool)
+    taken = np.zeros(m, dtype=bool)
+    if m:
         for flat in np.argsort(-share, axis=None, kind="stable").tolist():
             b, i = divmod(flat, m)
             if share[b, i] <= 0:
                 break
             if target[b] < 0 and not taken[i]:
                 target[b], taken[i] = i, True
-        free = iter(np.flatnonzero(~taken).tolist())
-    else:
-        free = iter(range(m))
+    free = iter(np.flatnonzero(~taken).tolist())
     new = m
     for b in range(k):
         if target[b] < 0:
@@ -108,7 +108,16 @@ def _relabel(problem: PlanProblem, w: np.ndarray, bins: np.ndarray, k: int) -> n
             if nxt is None:
                 nxt, new = new, new + 1
             target[b] = nxt
-    return target[bins]
+    return target
+
+
+def _relabel(problem: PlanProblem, w: np.ndarray, bins: np.ndarray, k: int) -> np.ndarray:
+    """Slots for packing ``bins`` (``0 .. k - 1``) by :func:`greedy_match` of the load each bin shares with
+    each existing member (a partition counts a little even at rate 0)."""
+    share = np.zeros((k, problem.m), dtype=np.float64)
+    owned = problem.owner >= 0
+    np.add.at(share, (bins[owned], problem.owner[owned]), w[owned].astype(np.float64) + 1e-9)
+    return greedy_match(share)[bins]
 
 
 def least_loaded(problem: PlanProblem, weights: Weights, *, up: float = 1.0, down: float = 0.9) -> np.ndarray:

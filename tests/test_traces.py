@@ -55,15 +55,19 @@ def test_the_fluid_model_worked_by_hand():
 
 
 def test_the_fluid_model_loses_and_invents_no_record(seed):
+    # served + still waiting = arrived, over random groups (a stretch once priced at its neighbour step's rate
+    # broke this for about 1 draw in 100: hence many draws)
     rng = np.random.default_rng(seed)
     steps, n = 12, 6
-    rates = rng.integers(0, 60, (steps, n)).astype(float)
-    m = FluidModel(rates, step_s=30, drain=float(rng.integers(40, 120)), pause=float(rng.integers(0, 20)))
-    for k in range(steps):
-        m.step([f"m{x}" for x in rng.integers(0, 3, n)], initial=k == 0)
-    waiting = sum(float(np.sum(rates[int(t // 30): steps, j] * 30)) - (t % 30) * rates[int(t // 30), j]
-                  if t < steps * 30 else 0.0 for j, t in enumerate(m.tau))
-    assert np.isclose(sum(m._mass) + waiting, m.arrived())
+    for _ in range(40):
+        rates = rng.integers(0, 60, (steps, n)).astype(float)
+        m = FluidModel(rates, step_s=30, drain=float(rng.integers(40, 120)), pause=float(rng.integers(0, 20)))
+        for k in range(steps):
+            m.step([f"m{x}" for x in rng.integers(0, 3, n)], initial=k == 0)
+        waiting = sum(float(np.sum(rates[int(t // 30):, j] * 30)) - (t % 30) * rates[int(t // 30), j]
+                      if t < steps * 30 else 0.0 for j, t in enumerate(m.tau))
+        served = m.summary().served_share * (m.served() + waiting)
+        assert np.isclose(m.served() + waiting, m.arrived()) and np.isclose(served, m.served())
 
 
 def test_a_pause_longer_than_a_step_runs_on():
