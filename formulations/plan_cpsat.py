@@ -39,7 +39,7 @@ import numpy as np
 
 from stickyflow.errors import BackendMissingError
 from stickyflow.plan_bounds import l2_bound
-from stickyflow.plan_leastloaded import greedy_match
+from stickyflow.plan_leastloaded import greedy_match, pair_totals
 from stickyflow.plan_methods import INCUMBENTS, PlanDecision, best_of, plan_key, run_heuristic
 from stickyflow.plan_problem import PlanProblem, Weights
 
@@ -50,7 +50,7 @@ DEFAULT_TIME_LIMIT = 2.0  # deterministic seconds for both stages together
 COUNT_SHARE = 0.5  # of the budget, for the count search (the moved-load search has the rest)
 MAX_PAIRS = 400_000  # (partition, member) variables beyond which a stage is not attempted
 WALL_GUARD, WALL_GUARD_S = 3.0, 5.0
-_DENSE_RELABEL = 2_000  # members x bins up to which the matching is a linear assignment (else greedy)
+_DENSE_RELABEL = 1_000  # members or bins up to which the matching is a linear assignment (else greedy)
 
 
 def _cp_model():
@@ -63,18 +63,10 @@ def _cp_model():
 
 # --------------------------------------------------------------------------- matching bins to members
 
-def _values(problem: PlanProblem, weights: Weights, bins: np.ndarray, k: int) -> np.ndarray:
-    """``value[b, i]``: what bin ``b`` keeps if member ``i`` takes it, ``(n + 1) w_j + 1`` per partition."""
-    m = problem.m
-    owned = problem.owner >= 0
-    value = np.zeros((k, max(m, 1)), dtype=np.int64)
-    np.add.at(value, (bins[owned], problem.owner[owned]), (problem.n + 1) * weights.w[owned] + 1)
-    return value[:, :m]
-
-
 def relabel(problem: PlanProblem, weights: Weights, slots: np.ndarray) -> np.ndarray:
     """The same packing with its members matched to the existing ones for the most kept load (then kept
-    partitions): a linear assignment of bins to members, existing members before new ones.
+    partitions): a linear assignment of bins to members (greedy, by pairs, beyond ``_DENSE_RELABEL`` of
+    either), existing members before new ones.
 
     >>> from stickyflow.plan_problem import scaled_weights
     >>> p = PlanProblem.from_arrays([60, 50, 30], 100, owner=[1, 0, 0], members=["a", "b"])
@@ -83,26 +75,25 @@ def relabel(problem: PlanProblem, weights: Weights, slots: np.ndarray) -> np.nda
     """
     used, bins = np.unique(slots, return_inverse=True)
     k, m = len(used), problem.m
-    if m == 0 or not (problem.owner >= 0).any():
+    owned = problem.owner >= 0
+    if m == 0 or not owned.any():
         return bins  # existing members first (in their order), then new ones
-    value = _values(problem, weights, bins, k)
+    rows, cols, value = pair_totals(bins[owned], problem.owner[owned],
+                                    ((problem.n + 1) * weights.w[owned] + 1).astype(np.float64), m)
     size = max(k, m)
     if size > _DENSE_RELABEL:
-        target = greedy_match(value)
-    else:
-        from ortools.graph.python import linear_sum_assignment
+        return greedy_match(rows, cols, value, k, m)[bins]
+    from ortools.graph.python import linear_sum_assignment
 
-        full = np.zeros((size, size), dtype=np.int64)
-        full[:k, :m] = value
-        top = int(full.max())
-        lsa = linear_sum_assignment.SimpleLinearSumAssignment()
-        rows, cols = np.divmod(np.arange(size * size, dtype=np.int64), size)
-        lsa.add_arcs_with_cost(rows, cols, (top - full).ravel())
-        if lsa.solve() != lsa.OPTIMAL:  # pragma: no cover - a complete bipartite graph always matches
-            target = greedy_match(value)
-        else:
-            target = np.array([lsa.right_mate(b) for b in range(k)], dtype=np.int64)
-    return target[bins]
+    full = np.zeros((size, size), dtype=np.int64)
+    full[rows, cols] = value.astype(np.int64)
+    top = int(full.max())
+    lsa = linear_sum_assignment.SimpleLinearSumAssignment()
+    r, c = np.divmod(np.arange(size * size, dtype=np.int64), size)
+    lsa.add_arcs_with_cost(r, c, (top - full).ravel())
+    if lsa.solve() != lsa.OPTIMAL:  # pragma: no cover - a complete bipartite graph always matches
+        return greedy_match(rows, cols, value, k, m)[bins]
+    return np.array([lsa.right_mate(b) for b in range(k)], dtype=np.int64)[bins]
 
 
 # --------------------------------------------------------------------------- CP-SAT set-up

@@ -18,8 +18,11 @@ proves it) and its least-moved assignment; minimize, lexicographically, members,
 ``sum_b D_b``, moved load, moves; by local search: move one partition to another
 member of the plan (its owner included) or swap two, wherever the capacity allows,
 best improvement first, until none improves (at most ``passes`` rounds). The
-search is deterministic. Settings (``extra``): ``drain`` (``mu``, default the
-capacity), ``pause`` (seconds per partition gained, default 5), ``passes`` (50).
+search is deterministic, and a Python loop: beyond :data:`MAX_TRIES` tries a pass
+it leaves out the swaps, then the search itself (the least-moved plan is then the
+answer, and ``extra["searched"]`` says so). Settings (``extra``): ``drain``
+(``mu``, default the capacity), ``pause`` (seconds per partition gained, default
+5), ``passes`` (50).
 
 >>> from stickyflow.plan_problem import PlanProblem, scaled_weights
 >>> round(delay(kept=40.0, gained=30.0, count=2, drain=100.0, pause=5.0), 3)  # P = 10 s, spare 30
@@ -42,6 +45,9 @@ __all__ = ["solve_plan_latency", "delay", "plan_delay"]
 
 DEFAULT_PAUSE = 5.0
 _PASSES = 50
+#: the most (partition, member) tries, and (partition, partition) swaps, of one pass: the search is a
+#: Python loop, for groups of up to a few hundred partitions (beyond, swaps and then the search are left out)
+MAX_TRIES = 250_000
 
 
 def delay(*, kept: float, gained: float, count: int, drain: float, pause: float) -> float:
@@ -147,6 +153,9 @@ def _improve(problem: PlanProblem, slots: np.ndarray, drain: float, pause: float
     search = _Search(problem, slots, drain, pause)
     used = sorted(set(search.slots))
     n = problem.n
+    if n * len(used) > MAX_TRIES:
+        return slots
+    swaps = n * n // 2 <= MAX_TRIES
     for _ in range(passes):
         best, step = (-1e-9, 0.0, 0), None
         for j in range(n):
@@ -154,7 +163,7 @@ def _improve(problem: PlanProblem, slots: np.ndarray, drain: float, pause: float
                 gain = search.try_relocate(j, b)
                 if gain is not None and gain < best:
                     best, step = gain, ("move", j, b)
-            for i in range(j + 1, n):
+            for i in range(j + 1, n if swaps else 0):
                 gain = search.try_swap(j, i)
                 if gain is not None and gain < best:
                     best, step = gain, ("swap", j, i)
@@ -183,6 +192,8 @@ def solve_plan_latency(problem: PlanProblem, weights: Weights, options: Any) -> 
     if after > before or plan_key(problem, weights, best)[0] > plan_key(problem, weights, start)[0]:
         best = start  # never worse than the start, whatever the search did
     info = dict(exact.extra, least_moved_delay=round(before, 3), delay=round(min(before, after), 3),
-                count_status=exact.status, t_search=round(time.perf_counter() - t0, 4))
+                count_status=exact.status, t_search=round(time.perf_counter() - t0, 4),
+                searched="relocations and swaps" if problem.n ** 2 // 2 <= MAX_TRIES else
+                "relocations" if problem.n * len(set(start.tolist())) <= MAX_TRIES else "no (too large)")
     return PlanDecision(slots=best, status="feasible" if len(best) else exact.status, bound=exact.bound,
                         reason=exact.reason, extra=info)

@@ -36,7 +36,7 @@ from .plan_anyfit import decreasing_order
 from .plan_bounds import l2_bound
 from .plan_problem import PlanProblem, Weights
 
-__all__ = ["least_loaded", "pack_least_loaded", "greedy_match"]
+__all__ = ["least_loaded", "pack_least_loaded", "greedy_match", "pair_totals"]
 
 
 def pack_least_loaded(w: np.ndarray, cap: int, k: int) -> np.ndarray | None:
@@ -82,24 +82,23 @@ def _fewest(w: np.ndarray, cap: int) -> tuple[int, np.ndarray]:
         k += 1
 
 
-def greedy_match(share: np.ndarray) -> np.ndarray:
-    """Bins to members for ``share[b, i]`` (what bin ``b`` keeps if existing member ``i`` takes it): the pair
-    that shares most first, each bin and member once; the bins left go to the members left (in their order),
-    then to new members ``m``, ``m + 1``, ...
+def greedy_match(bins: np.ndarray, members: np.ndarray, share: np.ndarray, k: int, m: int) -> np.ndarray:
+    """Bins ``0 .. k - 1`` to members, given what bin ``bins[x]`` keeps if existing member ``members[x]`` takes
+    it (``share[x]``; pairs not listed share nothing): the pair that shares most first, each bin and member
+    once; the bins left go to the members left (in their order), then to new members ``m``, ``m + 1``, ...
+    Pairs, not a ``k x m`` table: a plan of 10,000 bins and members would need 800 MB for one.
 
-    >>> greedy_match(np.array([[5.0, 0.0], [6.0, 1.0], [0.0, 0.0]])).tolist()
+    >>> greedy_match(np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([5.0, 6.0, 1.0]), 3, 2).tolist()
     [1, 0, 2]
     """
-    k, m = share.shape
     target = np.full(k, -1, dtype=np.int64)
     taken = np.zeros(m, dtype=bool)
-    if m:
-        for flat in np.argsort(-share, axis=None, kind="stable").tolist():
-            b, i = divmod(flat, m)
-            if share[b, i] <= 0:
-                break
-            if target[b] < 0 and not taken[i]:
-                target[b], taken[i] = i, True
+    for x in np.argsort(-share, kind="stable").tolist():
+        b, i = int(bins[x]), int(members[x])
+        if share[x] <= 0:
+            break
+        if target[b] < 0 and not taken[i]:
+            target[b], taken[i] = i, True
     free = iter(np.flatnonzero(~taken).tolist())
     new = m
     for b in range(k):
@@ -111,13 +110,24 @@ def greedy_match(share: np.ndarray) -> np.ndarray:
     return target
 
 
+def pair_totals(bins: np.ndarray, members: np.ndarray, values: np.ndarray, m: int):
+    """The distinct (bin, member) pairs of ``bins``/``members`` (parallel arrays) and the sum of ``values``
+    over each: three arrays, for :func:`greedy_match`.
+
+    >>> [a.tolist() for a in pair_totals(np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([2, 3, 4]), 2)]
+    [[0, 1], [1, 0], [5.0, 4.0]]
+    """
+    keys, inverse = np.unique(bins.astype(np.int64) * max(m, 1) + members, return_inverse=True)
+    totals = np.bincount(inverse, weights=values, minlength=len(keys))
+    return keys // max(m, 1), keys % max(m, 1), totals
+
+
 def _relabel(problem: PlanProblem, w: np.ndarray, bins: np.ndarray, k: int) -> np.ndarray:
     """Slots for packing ``bins`` (``0 .. k - 1``) by :func:`greedy_match` of the load each bin shares with
     each existing member (a partition counts a little even at rate 0)."""
-    share = np.zeros((k, problem.m), dtype=np.float64)
     owned = problem.owner >= 0
-    np.add.at(share, (bins[owned], problem.owner[owned]), w[owned].astype(np.float64) + 1e-9)
-    return greedy_match(share)[bins]
+    b, i, share = pair_totals(bins[owned], problem.owner[owned], w[owned].astype(np.float64) + 1e-9, problem.m)
+    return greedy_match(b, i, share, k, problem.m)[bins]
 
 
 def least_loaded(problem: PlanProblem, weights: Weights, *, up: float = 1.0, down: float = 0.9) -> np.ndarray:
