@@ -159,3 +159,13 @@ def test_no_method_beats_the_exact_plan_on_medium_groups(seed):
         best = plan_key(p, w, exact.slots)
         for method in ["latency", *HEURISTICS]:
             assert best <= plan_key(p, w, solve_plan(p, method).slots), method
+
+
+def test_the_same_input_gives_the_same_plan(seed):
+    # no wall-clock limit decides: one worker, a fixed seed, deterministic time (and no hash order anywhere)
+    rng = np.random.default_rng(seed)
+    rates = rng.integers(0, 101, 28).astype(float)
+    p = PlanProblem.from_arrays(rates, 100, owner=rng.integers(-1, 14, 28), members=[f"m{i}" for i in range(14)])
+    for method in ("optimal", "latency"):
+        first, again = solve_plan(p, method), solve_plan(p, method)
+        assert first.slots.tolist() == again.slots.tolist() and first.solver.status == again.solver.status
