@@ -2,16 +2,16 @@
 
 For cases of ``bench/streams_scale.py`` (same generator, same seed), it solves with the flows and reports:
 
-* the plan's cost split into the converged placement (actives and converged standbys) and the covering
-  standbys of this round's movements (:func:`~stickyflow.formulations.streams_common.cover_cost`), beside
-  the flows' proven bound;
+* the plan's cost split into the converged placement (actives and converged standbys) and the way of this
+  round's movements (:func:`~stickyflow.formulations.streams_common.path_cost`: restorations and moves of
+  waiting), beside the flows' proven bound;
 * a **role-swap** polish: every stateful task keeps its replica set (target and converged standbys) and a
   min-cost flow re-chooses which replica is the active one, within a box of active and one of stateful
-  counts (each pair tried; replica counts cannot change), covering standbys priced; the standbys are then solved again for the new
+  counts (each pair tried; replica counts cannot change), movements priced with their way; the standbys are then solved again for the new
   target. A lower cost would show the flows' plan is not locally optimal under such swaps;
 * a **client LNS** (``--lns ROUNDS``): every role on ``--lns-clients`` clients (one drawn at random and those
   sharing the most tasks with it) placed again by CP-SAT at once, each client's counts kept in the boxes the
-  plan's counts sit in, covering standbys priced; a cheaper balanced answer replaces the plan. It shows
+  plan's counts sit in, movements priced with their way; a cheaper balanced answer replaces the plan. It shows
   whether the flows' plans are locally optimal in that wider sense (not for tags: the spread rule is not
   modelled);
 * optionally (``--lp``, up to ``--lp-pairs`` task x client pairs) the **LP relaxation** of the joint model
@@ -58,10 +58,12 @@ def model_of(tasks: int, clients: int, scenario: str, variant: str, seed: int):
     return build_model(stickyflow.parse_snapshot(doc), None)
 
 
-def _fresh_movement(m, t: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Targets ``c`` of ``t`` that are movements to a client that never held the task (their cover costs)."""
-    keys = c * m.T + t
-    return m.constrained[t] & ~np.isin(keys, m.cu_keys) & ~np.isin(keys, m.held_keys)
+def _way(m, t: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """What target ``c`` of ``t`` costs on the way where it is a movement (:meth:`StreamsModel.movement_cost`),
+    else 0."""
+    t, c = np.asarray(t, dtype=np.int64), np.asarray(c, dtype=np.int64)
+    moving = m.constrained[t] & ~np.isin(c * m.T + t, m.cu_keys)
+    return np.where(moving, m.movement_cost(t, c), 0)
 
 
 def role_swap(m, plan):
@@ -81,9 +83,8 @@ def role_swap(m, plan):
     ts, cs = np.repeat(S, k), replicas.reshape(-1)
     held = cs >= 0  # a task with fewer standbys than wanted (too few clients) has gaps
     ts, cs, task_row = ts[held], cs[held], np.repeat(np.arange(len(S)), k)[held]
-    # choosing c as the active instead of a standby there: the difference, plus a covering standby when c is
-    # a movement's target that never held the task
-    cost = m.active_cost(ts, cs) - m.standby_cost(ts, cs) + np.where(_fresh_movement(m, ts, cs), m.noc[ts], 0)
+    # choosing c as the active instead of a standby there: the difference, plus its way when c is a movement
+    cost = m.active_cost(ts, cs) - m.standby_cost(ts, cs) + _way(m, ts, cs)
     fixed = np.bincount(tg[~m.stateful], minlength=m.C)
     stateful_boxes = m.boxes_stateful or [(np.zeros(m.C, np.int64), np.full(m.C, len(S), np.int64))]
     n, sink = len(S), len(S) + m.C
@@ -148,9 +149,8 @@ def _replace_roles(m, target: np.ndarray, conv: np.ndarray, K: np.ndarray, secon
     if boxes[0] is None or boxes[2] is None:
         return None
     tt, cc = np.repeat(tasks, len(K)), np.tile(K, len(tasks))
-    act_cost = m.active_cost(tt, cc).reshape(len(tasks), len(K)).tolist()
+    act_cost = (m.active_cost(tt, cc) + _way(m, tt, cc)).reshape(len(tasks), len(K)).tolist()
     sb_cost = m.standby_cost(tt, cc).reshape(len(tasks), len(K)).tolist() if m.want else None
-    fresh = _fresh_movement(m, tt, cc).reshape(len(tasks), len(K)).tolist()
     cm = cp_model.CpModel()
     x: dict[tuple[int, int], object] = {}
     y: dict[tuple[int, int], object] = {}
@@ -169,18 +169,6 @@ def _replace_roles(m, target: np.ndarray, conv: np.ndarray, K: np.ndarray, secon
                 if (t, c) in x:
                     cm.add(x[t, c] + y[t, c] <= 1)
             cm.add(sum(y[t, c] for c in Kl) == int(n_standby[t]))
-        h = int(m.holder[t])
-        if active_here[t] and stateful[t] and m.constrained[t] and h >= 0:
-            kept_on_holder = bool(((conv[t] == h) & ~standby_here[t]).any())
-            for j, c in enumerate(Kl):
-                if not fresh[i][j]:
-                    continue
-                if kept_on_holder:
-                    cost.append(int(m.noc[t]) * x[t, c])
-                elif (t, h) in y:
-                    z = cm.new_bool_var("")
-                    cm.add(z >= x[t, c] + y[t, h] - 1)
-                    cost.append(int(m.noc[t]) * z)
     for c in Kl:
         acts = [v for (t, c2), v in x.items() if c2 == c]
         stfs = [v for (t, c2), v in x.items() if c2 == c and stateful[t]]
@@ -251,8 +239,8 @@ def client_lns(m, plan, clients: int, rounds: int, seconds: float, seed: int = 1
 
 def lp_relaxation(m, time_limit: float) -> float | None:
     """The joint model's LP relaxation (GLOP): x[t, c] active, y[t, c] standby, one role per client and task,
-    counts of actives, stateful actives and replicas within the hull of their boxes, covering standbys as
-    ``z_t >= sum of x over fresh movement targets + y on the holder - 1``. None when GLOP does not finish."""
+    counts of actives, stateful actives and replicas within the hull of their boxes, each movement's active
+    priced with its way. None when GLOP does not finish."""
     from ortools.linear_solver import pywraplp
 
     from stickyflow.formulations.streams_common import balance_boxes, box_hull
@@ -262,7 +250,7 @@ def lp_relaxation(m, time_limit: float) -> float | None:
     s = pywraplp.Solver.CreateSolver("GLOP")
     inf = s.infinity()
     tt, cc = np.meshgrid(np.arange(T), np.arange(C), indexing="ij")
-    A = m.active_cost(tt.ravel(), cc.ravel()).reshape(T, C).tolist()
+    A = (m.active_cost(tt.ravel(), cc.ravel()) + _way(m, tt.ravel(), cc.ravel())).reshape(T, C).tolist()
     B = m.standby_cost(S.repeat(C), np.tile(np.arange(C), len(S))).reshape(len(S), C).tolist()
     obj = s.Objective()
     x = [[s.NumVar(0, 1, "") for _ in range(C)] for _ in range(T)]
@@ -280,16 +268,6 @@ def lp_relaxation(m, time_limit: float) -> float | None:
             one = s.Constraint(-inf, 1)
             one.SetCoefficient(y[i][c], 1)
             one.SetCoefficient(x[t][c], 1)
-        h = int(m.holder[t])
-        fresh = np.flatnonzero(_fresh_movement(m, np.full(C, t), np.arange(C))).tolist()
-        if h >= 0 and fresh:
-            z = s.NumVar(0, 1, "")
-            obj.SetCoefficient(z, float(m.noc[t]))
-            cover = s.Constraint(-inf, 1)
-            cover.SetCoefficient(z, -1)
-            cover.SetCoefficient(y[i][h], 1)
-            for c in fresh:
-                cover.SetCoefficient(x[t][c], 1)
 
     def hull(n: int, tasks, with_standbys: bool) -> None:
         lo, hi = box_hull(balance_boxes(n, m.threads, m.bf))
@@ -316,16 +294,16 @@ def probe(tasks: int, clients: int, scenario: str, variant: str, seed: int, lp: 
     """One case: the flows' plan and bound, the split of its cost, the role swap, and on request the client
     LNS and the LP (see the module docstring), as one row."""
     from stickyflow.formulations import streams_flow as sf
-    from stickyflow.formulations.streams_common import cover_cost, target_cost
+    from stickyflow.formulations.streams_common import path_cost, target_cost
 
     m = model_of(tasks, clients, scenario, variant, seed)
     t0 = time.perf_counter()
     plan = sf.solve_flow(m)
     wall = time.perf_counter() - t0
     cost = target_cost(m, plan)
-    cover = cover_cost(m, plan.target, plan.standby)
-    row = dict(case=f"{tasks}/{clients}/{scenario}/{variant}", plan=cost, bound=plan.bound, placement=cost - cover,
-               covering=cover, flow_s=round(wall, 3))
+    way = path_cost(m, plan.target)
+    row = dict(case=f"{tasks}/{clients}/{scenario}/{variant}", plan=cost, bound=plan.bound, placement=cost - way,
+               way=way, flow_s=round(wall, 3))
     t1 = time.perf_counter()
     target = role_swap(m, plan)
     if target is not None:

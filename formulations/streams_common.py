@@ -36,7 +36,7 @@ from stickyflow.streams_check import (RACK_KEY, assignment_arrays, balance_exces
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",
-           "converged_standbys", "replica_counts", "count_excess", "decision_plan", "in_sorted",
+           "converged_standbys", "replica_counts", "count_excess", "decision_plan", "in_sorted", "path_cost",
            "DEFAULT_STANDBY_SLACK"]
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
@@ -163,6 +163,7 @@ class StreamsModel:
     prev_c: np.ndarray
     prev_t: np.ndarray
     prev_keys: np.ndarray           # sorted c * T + t of previous active pairs (unique: in_sorted reads them)
+    owner: np.ndarray               # (T,) the previous active client of each task, -1 for none
     held_c: np.ndarray              # previous active or standby pairs
     held_t: np.ndarray
     held_keys: np.ndarray           # ... their sorted keys c * T + t (unique)
@@ -209,13 +210,34 @@ class StreamsModel:
         held = in_sorted(c * self.T + t, self.held_keys)
         return self.rep_cell[t, self.cell[c]] + np.where(held, 0, self.noc[t])
 
-    def cover_cost(self, t) -> np.ndarray:
-        """What covering a movement of ``t`` costs on top of the converged assignment: this round its holder's
-        standby sits on the target, a standby move unless the target held ``t`` before (the holder takes the
-        standby back once the task has moved, where it is held: no move). Counting it keeps the plan honest
-        about its path: the next rebalance measures the move from where the task then runs."""
+    def movement_cost(self, t, c) -> np.ndarray:
+        """What a movement of ``t`` to target ``c`` costs on its way, beyond the converged assignment's cost.
+
+        Every state restoration costs ``noc`` (the issue's total over a convergence): the task runs on its
+        holder now (an active move, unless the holder is its previous client), its state is restored on the
+        target (a warm-up, or a covering standby, unless the target held the task in some role), and it moves
+        from the holder to the target once caught up. The converged cost counts one move from the previous
+        client to the target; this is the rest, so that a plan pays for its path: a task bounced away from a
+        lagging previous client and back pays both moves. Callers mask it to movements.
+
+        >>> m = type("M", (), {"T": 1})()
+        >>> m.noc, m.had, m.owner, m.holder = np.array([1]), np.array([True]), np.array([0]), np.array([0])
+        >>> m.held_keys = np.array([0 * 1 + 0])         # client 0 ran the task; client 1 held it in no role
+        >>> StreamsModel.movement_cost(m, [0], [1]).tolist()   # warm-up on 1 (a restoration), then the move
+        [1]
+        >>> m.holder = np.array([2])                    # client 0 fell behind: it runs on 2 meanwhile
+        >>> StreamsModel.movement_cost(m, [0, 0], [0, 1]).tolist()   # back to 0: 2 moves; to 1: 3 less 1 counted
+        [2, 2]
+        """
         t = np.asarray(t, dtype=np.int64)
-        return np.zeros(len(t), dtype=np.int64) if not len(t) else self.noc[t]
+        c = np.asarray(c, dtype=np.int64)
+        if not len(t):
+            return np.zeros(0, dtype=np.int64)
+        fresh = ~in_sorted(c * self.T + t, self.held_keys)
+        had, owner = self.had[t], self.owner[t]
+        away = had & (self.holder[t] != owner)       # it runs elsewhere meanwhile: one more move
+        counted = had & (c != owner)                  # the move the converged cost counts already
+        return self.noc[t] * (fresh.astype(np.int64) + 1 + away.astype(np.int64) - counted.astype(np.int64))
 
     def subtopology_boxes(self) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         """Per subtopology, its Balanced boxes (``balance_subtopology``)."""
@@ -259,6 +281,8 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
     prev_c = np.asarray(idx.prev_active_client, dtype=np.int64)
     prev_t = np.asarray(idx.prev_active_task, dtype=np.int64)
     prev_keys = np.unique(prev_c * T + prev_t)
+    owner = np.full(T, -1, dtype=np.int64)
+    owner[prev_t] = prev_c
     held_keys = np.unique(np.concatenate([prev_keys, np.asarray(idx.prev_standby_client, dtype=np.int64) * T
                                           + np.asarray(idx.prev_standby_task, dtype=np.int64)]))
     held_c, held_t = (held_keys // T, held_keys % T) if T else (held_keys, held_keys)
@@ -275,6 +299,7 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
         act_cell=np.ascontiguousarray(act_cell, dtype=np.int64),
         rep_cell=np.ascontiguousarray(rep_cell, dtype=np.int64),
         move_cost=move_cost, noc=noc.astype(np.int64), had=had, prev_c=prev_c, prev_t=prev_t, prev_keys=prev_keys,
+        owner=owner,
         held_c=held_c, held_t=held_t, held_keys=held_keys,
         constrained=constrained, cu_c=cu_c, cu_t=cu_t, cu_keys=cu_keys,
         holder=np.full(T, -1, dtype=np.int64), hold_cost=np.zeros(T, dtype=np.int64),
@@ -296,7 +321,8 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
             raise StickyflowError(f"max_moves: must be an integer >= 0, not {mm!r}")
         model.max_moves = mm
 
-    # holders: the cheapest eligible client (the previous owner first on ties, then snapshot order)
+    # holders: the cheapest eligible client (the previous owner first on ties, then snapshot order): another
+    # client only where its traffic saves more than the move costs, each round the movement waits
     if len(cu_t):
         cost = model.active_cost(cu_t, cu_c)
         not_prev = ~in_sorted(cu_c * T + cu_t, prev_keys)
@@ -401,27 +427,23 @@ def plan_cost(model: StreamsModel, plan: StreamsPlan) -> int:
 
 
 def target_cost(model: StreamsModel, plan: StreamsPlan) -> int:
-    """The cost of the converged assignment the plan aims for: targets as actives, the converged standbys
-    (:func:`converged_standbys`)."""
+    """What the plan costs until it has converged: the converged assignment (targets as actives, the converged
+    standbys, :func:`converged_standbys`) and the way there (:func:`path_cost`)."""
     m = model
     if not m.T or not m.C:
         return 0
     cost = int(m.active_cost(np.arange(m.T), plan.target).sum())
     st, sc = _standby_pairs(m, plan, converged=True)
-    return cost + int(m.standby_cost(st, sc).sum()) + cover_cost(m, plan.target, plan.standby)
+    return cost + int(m.standby_cost(st, sc).sum()) + path_cost(m, plan.target)
 
 
-def cover_cost(m: StreamsModel, target: np.ndarray, standby: np.ndarray) -> int:
-    """The standby moves of this round's covering standbys (on a movement's target that never held the task):
-    paid on the way to the converged assignment (:meth:`StreamsModel.cover_cost`)."""
-    if not m.want or not m.T:
+def path_cost(m: StreamsModel, target: np.ndarray) -> int:
+    """What the movements of ``target`` cost on the way, beyond the converged assignment
+    (:meth:`StreamsModel.movement_cost`): the restorations of their state and the moves of waiting."""
+    if not m.T:
         return 0
-    moving = movements(m, target)
-    cov = np.flatnonzero(moving & (standby == target[:, None]).any(axis=1))
-    if not len(cov):
-        return 0
-    fresh = ~in_sorted(target[cov] * m.T + cov, m.held_keys)
-    return int(m.cover_cost(cov[fresh]).sum())
+    mv = np.flatnonzero(movements(m, target))
+    return int(m.movement_cost(mv, target[mv]).sum())
 
 
 def movements(model: StreamsModel, target: np.ndarray) -> np.ndarray:
@@ -434,7 +456,9 @@ def movements(model: StreamsModel, target: np.ndarray) -> np.ndarray:
 
 
 def choose_warmups(model: StreamsModel, target: np.ndarray, moving: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Warm-ups for up to ``budget`` movements (-1 elsewhere): cheapest first, ties in TaskId order.
+    """Warm-ups for up to ``budget`` movements (-1 elsewhere): first those whose target held the task in some
+    role (its state there goes on restoring; a movement left waiting loses it, and pays a restoration when its
+    turn comes), then the cheapest, ties in TaskId order.
 
     In learner mode the one learner is a task of the most loaded client (active tasks per thread).
     """
@@ -445,11 +469,12 @@ def choose_warmups(model: StreamsModel, target: np.ndarray, moving: np.ndarray, 
         return warm
     rank = task_rank(m)
     cost = m.replica_cost(tasks, target[tasks])
+    fresh = ~in_sorted(target[tasks] * m.T + tasks, m.held_keys)
     if m.learner:
         load = np.bincount(active, minlength=m.C) / m.threads
-        order = np.lexsort((rank[tasks], cost, -load[active[tasks]]))
+        order = np.lexsort((rank[tasks], cost, fresh, -load[active[tasks]]))
     else:
-        order = np.lexsort((rank[tasks], cost))
+        order = np.lexsort((rank[tasks], cost, fresh))
     pick = tasks[order[:m.budget]]
     warm[pick] = target[pick]
     return warm
@@ -521,7 +546,7 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
     if waits:  # what runs is not the converged assignment: the bound (on that one) is in extra only
         bound = None
     return Decision(assignment=assignment, method=plan.method, status=status, objective=cost, bound=bound,
-                    followup_rebalance_deadline_ms=followup, extra=extra)
+                    reason=extra.get("reason"), followup_rebalance_deadline_ms=followup, extra=extra)
 
 
 def replica_counts(m: StreamsModel, plan: StreamsPlan) -> np.ndarray:

@@ -20,22 +20,27 @@ eligible} x[t, c]`` on the task's holder.
     with e = 0 for active tasks, e = e_k >= 0 for stateful actives, replicas (x + s) and each subtopology
     tags (KIP-708):  y[t, k, v] <= sum_{c: tag_k(c) = v} (a[t, c] + s[t, c] + sum z[t, c]),
                      sum_{k, v} y[t, k, v] >= best(combo of t's active) - D * [t has a warm-up]
+                     (and around its target for a task that may move, relaxed for a movement that waits only
+                     where the model has no solution otherwise: see ``waiting_spread``)
     max_moves:       sum_t had_t - sum_{previous owner p of t} a[t, p] <= max_moves
 
-    minimize, lexicographically: sum_k e_k; the cost of the converged assignment
+    minimize, lexicographically: sum_k e_k; the cost of the converged assignment and the way there
         sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c]
-        + sum_{c never held t} noc_t z[t, c] (a covering standby's move);  movements (each a round of waiting),
-        then active tasks leaving their previous client;
+        + sum_{c not eligible for t} movement_cost(t, c) x[t, c] (restorations and moves of waiting);
+        movements (each a round of waiting), then active tasks leaving their previous client;
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.
 
 Hinted with the flow's plan. Fixed ``random_seed``, ``num_workers`` as given.
-By default the search is interleaved and the time limit counted in
-deterministic time, so that the same snapshot gives the same answer on every
-run (a wall-clock limit stays behind it as a safety net: the whole solve,
-flow hint included, ends by 3 x the budget + 5 s, wide enough that a loaded
-machine rarely cuts the search at another point); ``extra["deterministic"] =
-False`` switches to the free-running parallel portfolio.
+By default the search is interleaved over a fixed number of workers
+(:data:`DETERMINISTIC_WORKERS` unless ``num_workers`` is given) and the time
+limit counted in deterministic time, so that the same snapshot gives the same
+answer on every run, however busy the machine. A wall-clock limit stays
+behind it as a safety net only (the whole solve ends by :data:`WALL_GUARD` x
+the budget + :data:`WALL_GUARD_S`, far above what load does); when it fires,
+``solver.reason`` says so and the search proves nothing.
+``extra["deterministic"] = False`` switches to the free-running parallel
+portfolio, limited by wall-clock time.
 """
 
 from __future__ import annotations
@@ -57,14 +62,28 @@ from stickyflow.registry import SolveOptions
 from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, count_excess,
                              decision_plan, in_sorted, movements, plan_decision, round_standbys, target_cost)
 
-__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS"]
+__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD", "WALL_GUARD_S",
+           "DETERMINISTIC_WORKERS"]
 
 FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
 DEFAULT_TIME_LIMIT = 10.0
-#: the wall-clock guard behind the deterministic limit: CP-SAT's deterministic seconds took 1.4 to 2.7 wall
-#: seconds each on this project's machine (2026-11-27), so the guard sits above that, not to cut a search
-#: that a loaded machine only slows, yet bounds what ``time_limit`` may cost in wall time
-WALL_GUARD, WALL_GUARD_S = 3.0, 5.0
+#: the wall-clock guard behind the deterministic limit, a safety net only: the deterministic limit decides. CP-SAT's
+#: deterministic seconds took 1.4 to 2.7 wall seconds each on this project's quiet machine (2026-11-27), and about
+#: 5 with three busy loops on its two cores; a guard of 3 x the limit + 5 s cut those loaded searches at other
+#: points than quiet ones (issue 37). This one sits far above what load does; when it fires anyway, the result
+#: says so in ``solver.reason`` and claims no proof from that search
+WALL_GUARD, WALL_GUARD_S = 10.0, 30.0
+#: CP-SAT's workers when ``num_workers`` is not given (deterministic search): fixed, since CP-SAT's own default is
+#: the machine's core count, and its interleaved portfolio, hence its answer, follows the number of workers. One:
+#: played to convergence at the 2 s budget, the issue's example 49 cost 37 in 6 rounds with one worker and 44 in 7
+#: with two, example 66 232 in 4 rounds and 368 in 12 (2026-11-28, with holders preferring their previous owner,
+#: since reverted: now 35 in 5 and 241 in 4 with one); over
+#: bench/streams_vs_greedy.py's 288 plays two workers did better, 18,799 against 19,198 in total (2%) and 257
+#: proven round-0 answers against 247. And with two or more, OR-Tools 9.15 aborts the whole process ("Check
+#: failed: heuristics.fixed_search != nullptr") on a hinted model that presolve proves infeasible (issue 37:
+#: learner mode, two tag keys), where one worker answers INFEASIBLE; so with ``num_workers`` of two or more the
+#: first stage still runs on one worker unless the hint is known to solve the model (:func:`_hint_solves`)
+DETERMINISTIC_WORKERS = 1
 #: tags with two or more standbys, CP-SAT not asked for by name: above this many (task, client) pairs (times
 #: the time limit over 10 s, when that is more), a valid start (the flow's plan with its standbys repaired, or
 #: the greedy's) is the answer and CP-SAT does not run. Measured on 2026-11-27 (two standbys over 3 zones,
@@ -160,10 +179,15 @@ def _balanced(cm, m: StreamsModel, counts: list, excess, name: str) -> None:
 
 
 def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None,
-                hint: StreamsPlan | None = None, auto: bool = False) -> StreamsPlan:
+                hint: StreamsPlan | None = None, auto: bool = False, waiting_spread: bool = True,
+                retry: bool = True) -> StreamsPlan:
     """Solve ``model`` with CP-SAT within ``options.time_limit`` (default 10 s); see the module docstring.
 
     ``hint``: a plan of the flow (computed here when not given, with tags and the move cap relaxed).
+    ``waiting_spread``: a movement that waits this round (no warm-up, no covering standby) spreads its
+    converged replicas around its target already (the default: its standbys need not move again when its turn
+    comes); where that leaves no solution (every client its own combination of two tag keys, one learner a
+    round), the model is solved again without it, when ``retry``.
     ``auto``: CP-SAT was not asked for by name; then, for tags with two or more standbys above
     :data:`START_ONLY_PAIRS` (task, client) pairs (more with a time limit above 10 s, in proportion), a valid
     start is the answer and CP-SAT does not run (see there).
@@ -336,7 +360,11 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             spread(t, holders.get(t, []) + sb + covering.get(t, []), need - sum(by_task_w.get(t, [])), "")
             if t in mv_expr:  # a task that may move: the converged assignment spreads its replicas too
                 tx = [(int(d.x_c[i]), x[i]) for i in by_task_x[t]]
-                spread(t, tx + sb, sum(int(best[m.client_combo[c]]) * e for c, e in tx), "c")
+                need = sum(int(best[m.client_combo[c]]) * e for c, e in tx)
+                if not waiting_spread:  # only once it moves (warm-up or covering standby): see the docstring
+                    going = [w[i] for i in by_task_x[t] if i in w] + [z[i][0] for i in by_task_x[t] if i in z]
+                    need -= int(best.max(initial=0)) * (mv_expr[t] - sum(going) if going else mv_expr[t])
+                spread(t, tx + sb, need, "c")
     # active tasks that leave their previous client: capped by max_moves, and a tie-break below
     kept_prev = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
     n_left = int(m.had.sum()) - sum(kept_prev) if kept_prev else int(m.had.sum())
@@ -348,11 +376,9 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     cost_terms = [int(c_) * x[i] for i, c_ in enumerate(xcost.tolist()) if c_]
     scost = m.standby_cost(d.s_t, d.s_c) if ns else np.zeros(0, dtype=np.int64)
     cost_terms += [int(c_) * s[j] for j, c_ in enumerate(scost.tolist()) if c_]
-    if z:  # a covering standby's own move, on the way (StreamsModel.cover_cost), where the target never held it
-        zi = np.fromiter(z.keys(), dtype=np.int64, count=len(z))
-        zt, zc = d.x_t[zi], d.x_c[zi]
-        zcost = np.where(in_sorted(zc * m.T + zt, m.held_keys), 0, m.cover_cost(zt))  # one pass, not one per pair
-        cost_terms += [int(cc) * zv for (zv, _), cc in zip(z.values(), zcost.tolist()) if cc]
+    if len(mv_pairs):  # a movement's way to its target: restorations and the moves of waiting (movement_cost)
+        way = m.movement_cost(d.x_t[mv_pairs], d.x_c[mv_pairs])  # one pass, not one per pair
+        cost_terms += [int(cc) * x[int(i)] for i, cc in zip(mv_pairs.tolist(), way.tolist()) if cc]
     wrep = m.replica_cost(d.x_t[mv_pairs], d.x_c[mv_pairs]) if len(mv_pairs) else np.zeros(0, dtype=np.int64)
     low_terms = [int(r) * w[int(i)] for i, r in zip(mv_pairs.tolist(), wrep.tolist()) if r]
     low_terms += [int(d.s_tie[j]) * s[j] for j in range(ns) if d.s_tie[j]]
@@ -377,9 +403,18 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     p = solver.parameters
     p.random_seed = int(options.seed)
     p.symmetry_level = 0
-    if options.num_workers is not None:
-        p.num_workers = int(options.num_workers)
     deterministic = options.extra.get("deterministic", True)
+    workers = options.num_workers if options.num_workers is not None else \
+        (DETERMINISTIC_WORKERS if deterministic else None)
+    if workers is not None:
+        p.num_workers = int(workers)
+    # until a stage has found a solution the model may have none; hinted and interleaved over two or more
+    # workers, OR-Tools 9.15 then aborts the process (see DETERMINISTIC_WORKERS): one worker, unless the hint
+    # is a solution (then so is the model, and every later stage, which its predecessor's solution solves)
+    safe_first = not (deterministic and workers is not None and workers > 1) or \
+        (hint is not None and _hint_solves(cp_model, cm, int(options.seed)))
+    guard_s = WALL_GUARD * limit + WALL_GUARD_S
+    guarded = False  # the wall-clock guard ended a stage: the answer depends on the machine's speed and load
     t1 = time.perf_counter()
     status = None
     proven = True
@@ -406,16 +441,21 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         remaining *= {"excess": 0.25, "cost": 0.6, "movements": 0.9}.get(name, 1.0)
         if deterministic:
             p.interleave_search = True
+            if workers is not None:
+                p.num_workers = int(workers) if (safe_first or status is not None) else 1
             p.max_deterministic_time = max(remaining, 1e-3)
             # a safety net only, the deterministic limit decides: the whole solve ends by WALL_GUARD x the
             # limit + WALL_GUARD_S of wall time at the latest, however the stages share it
-            p.max_time_in_seconds = max(WALL_GUARD * limit + WALL_GUARD_S - (time.perf_counter() - started), 1e-3)
+            p.max_time_in_seconds = max(guard_s - (time.perf_counter() - started), 1e-3)
         else:
             p.max_time_in_seconds = max(remaining, 1e-3)
         cm.minimize(expr)
         st = solver.solve(cm)
         det_used += float(solver.response_proto.deterministic_time)
         stage_status.append((name, solver.status_name(st)))
+        if deterministic and st != cp_model.OPTIMAL and time.perf_counter() - started >= guard_s - 1e-3:
+            guarded = True  # the safety net, not the deterministic limit, ended this stage
+            proven = False
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             if status is None:
                 status = st
@@ -433,10 +473,16 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         cm.clear_hints()
         for v, b in zip(vars_all, kept_values):
             cm.add_hint(v, b)
+    if guarded:
+        extra["reason"] = (f"CP-SAT's wall-clock safety net ({guard_s:g} s) ended the search before its deterministic "
+                           f"limit ({limit:g} s): the machine was too slow or too busy, and another run may answer "
+                           f"differently")
     extra.update(t_cpsat=round(time.perf_counter() - t1, 4), cpsat_deterministic_s=round(det_used, 3),
                  cpsat_status=stage_status,
                  pairs=nx, standby_pairs=ns, tag_vars=n_tag_vars, full=d.full)
     if status == cp_model.INFEASIBLE:
+        if retry and waiting_spread and m.tag_keys and m.want:
+            return solve_cpsat(m, options, started=started, hint=hint, auto=auto, waiting_spread=False, retry=False)
         raise InfeasibleError("CP-SAT proved the model infeasible (e.g. max_moves below what balance needs)")
     if status == cp_model.MODEL_INVALID:
         raise SolverFaultError(f"CP-SAT: invalid model ({cm.validate()})")
@@ -492,6 +538,19 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     if status == cp_model.OPTIMAL and d.full:
         plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance
     return plan
+
+
+def _hint_solves(cp_model, cm, seed: int) -> bool:
+    """Whether ``cm``'s hint is a solution of it: every hinted variable fixed to its hint, the others found by a
+    short search on one worker (deterministic, and safe where the model has no solution)."""
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    p.fix_variables_to_their_hinted_value = True
+    p.num_workers = 1
+    p.random_seed = seed
+    p.max_deterministic_time = 0.25
+    p.max_time_in_seconds = 60.0  # a safety net only
+    return solver.solve(cm) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None:

@@ -9,13 +9,15 @@ stateful?) -> client -> sink, lower bounds moved into the supplies), and under
 ``balance_subtopology`` each (client, subtopology) node sits below its
 (client, stateful?) node with its own box. A unit costs
 
-    K * (active_cost(t, c) + standby_floor(t, c)) + L * [t constrained and c not eligible]
+    K * (active_cost(t, c) + standby_floor(t, c) + way(t, c)) + L * [t constrained and c not eligible]
         + [t leaves its previous client]
 
 where ``standby_floor(t, c)`` is what the task's ``want`` standbys cost at
 least with the active on ``c`` (the ``want`` cheapest other clients, a held
 one free of the standby move: these are the converged standbys, away from the
-target), and the last two terms, together below one unit
+target), ``way(t, c)`` what a movement costs on its way
+(:meth:`.streams_common.StreamsModel.movement_cost`, 0 where ``c`` is
+eligible), and the last two terms, together below one unit
 of cost (:func:`tie_weights`), prefer among equal costs a target that can run
 at once (no warm-up), then one that moves fewer tasks (a stateless task under
 ``min_traffic`` costs nothing to move, and must not move for nothing). The
@@ -108,7 +110,7 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     t1 = time.perf_counter()
     best = None
     targets = [(sol.target, info) for sol, _, info in runs]
-    prev = _previous_owner(m)
+    prev = m.owner
     if m.T and (prev >= 0).all():  # the flows' stages may miss it: never answer worse than keeping every task
         targets.append((prev, {**runs[0][2], "kept": True}))
 
@@ -398,13 +400,6 @@ def _free_standbys(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.nd
         return np.bincount(hc[price <= fresh[ht]], minlength=m.C)
 
 
-def _previous_owner(m: StreamsModel) -> np.ndarray:
-    """The client each task ran on as active before this rebalance (-1: none)."""
-    prev = np.full(m.T, -1, dtype=np.int64)
-    prev[m.prev_t] = m.prev_c
-    return prev
-
-
 def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:
     """Which counts of the converged assignment (targets as actives) are Balanced."""
     return {k: v == 0 for k, v in count_excess(m, plan).items()}
@@ -583,9 +578,10 @@ class StandbyFloor:
 
     Two refinements keep it a floor and make it tighter. A *movement* to a
     client that never held the task either keeps a standby on the holder,
-    which this round covers the move from the target (a standby move,
-    ``cover_cost``, and the holder's own price among the ``want``), or leaves
-    the holder out as well: the cheaper of the two. Where the holder's price
+    which this round covers the move from the target (the holder's own price
+    among the ``want``; the restoration on the target is the movement's,
+    priced with its way: :meth:`StreamsModel.movement_cost`), or leaves the
+    holder out as well: the cheaper of the two. Where the holder's price
     is raised (replica prices, :func:`_shift_replicas`) the cover pays it:
     with a tag of two values, a movement across them has no other way.
     With one tag key of more values than a task has replicas, every replica
@@ -631,8 +627,8 @@ class StandbyFloor:
         self.pn2 = np.where(st, pn2, 0)
         cell = np.where(st[:, None], self._leave(np.arange(T)[:, None], price_free), 0)
         # a movement to a client that never held the task: either the holder keeps a converged standby, which
-        # covers the move this round from the target (a standby move, StreamsModel.cover_cost), or the standbys
-        # leave out the holder as well as the target
+        # covers the move this round from the target (the restoration there is the movement's, priced with
+        # its way: StreamsModel.movement_cost), or the standbys leave out the holder as well as the target
         moving = st & m.constrained & (m.holder >= 0)
         mv = np.flatnonzero(moving)
         holder_price = np.zeros(T, dtype=np.int64)  # a movement's standby on its holder (0 for the others)
@@ -640,7 +636,7 @@ class StandbyFloor:
             holder_price[mv] = m.standby_cost(mv, m.holder[mv])
             ph = holder_price[mv][:, None]
             both = self._leave2(mv[:, None], price_free[mv], ph)
-            keep = cell[mv] + self._with(mv[:, None], price_free[mv], ph) + m.cover_cost(mv)[:, None]
+            keep = cell[mv] + self._with(mv[:, None], price_free[mv], ph)
             cell[mv] = np.minimum(keep, both)
         if _tags_exclude_active_value(m):
             cell = np.maximum(cell, self._tagged(P, N, R1, moving, holder_price, ht, hcl,
@@ -665,7 +661,6 @@ class StandbyFloor:
         np.add.at(h_rv, (m.held_t, m.cell[m.held_c], val[m.held_c]), 1)
         st = m.stateful
         hval = np.where(mv, val[np.maximum(m.holder, 0)], -1)
-        cover = m.cover_cost(np.arange(T))
         big = np.iinfo(np.int64).max // 4
         out = np.full((T, R1), big, dtype=np.int64)
         n_all, h_all = n_rv.sum(axis=1)[None, :], h_rv.sum(axis=2)
@@ -690,7 +685,7 @@ class StandbyFloor:
                 Nb[ht, R1 + slot] &= np.where(two[ht], val[hcl] != hval[ht], True).astype(np.int64)
             Sb, _, _, _ = _cheapest(P, Nb, m.want)
             Sb = np.where(Nb.sum(axis=1) >= m.want, Sb, big)  # too few clients left: the holder must keep one
-            f = np.where(two, np.minimum(S + np.maximum(0, ph - pw) + cover, Sb), S)
+            f = np.where(two, np.minimum(S + np.maximum(0, ph - pw), Sb), S)
             out = np.where(n_rv[:, a][None, :] > 0, np.minimum(out, f[:, None]), out)
         return np.where(out >= big, 0, out)
 
@@ -823,7 +818,12 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: "StandbyFloor |
     use_floor = floor is not None
     fl_cell = floor.cell[:, cells] if use_floor else 0
     mv = L * m.constrained.astype(np.int64) + m.had.astype(np.int64)  # a pool's client is never the previous one
-    row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell) + mv[:, None]
+    # a pool's client never held the task: for a constrained task it is a movement, priced with its way there
+    way = np.zeros(T, dtype=np.int64)
+    cons = np.flatnonzero(m.constrained)
+    if len(cons):
+        way[cons] = m.movement_cost(cons, np.full(len(cons), -1, dtype=np.int64))
+    row = K * (m.act_cell[:, cells] + m.move_cost[:, None] + fl_cell + way[:, None]) + mv[:, None]
     hubcost = row.max(axis=1)
     tt = np.arange(T)
     arcs.add("task_hub", tt, base_hub + key_t, 1, hubcost)
@@ -834,7 +834,10 @@ def solve_actives(m: StreamsModel, box1, box2, sub_boxes, floor: "StandbyFloor |
     elig = in_sorted(xk, m.cu_keys) | ~m.constrained[xt]
     xfl = floor.pairs(xt, xc) if use_floor else 0
     left = m.had[xt] & ~in_sorted(xk, m.prev_keys)
-    xcost = K * (m.active_cost(xt, xc) + xfl) + L * (~elig).astype(np.int64) + left.astype(np.int64)
+    xway = np.zeros(len(xt), dtype=np.int64)
+    xmv = np.flatnonzero(~elig)
+    xway[xmv] = m.movement_cost(xt[xmv], xc[xmv])
+    xcost = K * (m.active_cost(xt, xc) + xfl + xway) + L * (~elig).astype(np.int64) + left.astype(np.int64)
     xhead = entry(xc, key_t[xt])
     arcs.add("task_client", xt, xhead, 1, xcost)
 
@@ -870,7 +873,7 @@ def tie_weights(m: StreamsModel, floor: "StandbyFloor | None" = None) -> tuple[i
     int64, ``L = 1`` and ``K = 2 T + 1``: the cost still first, the two ties summed.
     """
     T = m.T
-    act = m.act_cell.max(axis=1, initial=0) + m.move_cost
+    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + 3 * np.where(m.constrained, m.noc, 0)  # the way
     rep = m.rep_cell.max(axis=1, initial=0) + m.noc
     extra = floor.upper() if floor is not None else 0
     upper = int((act + extra + (m.want + 1) * np.where(m.stateful, rep, 0)).sum()) + 1
@@ -1076,16 +1079,6 @@ def _ties(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, mov
     return tie
 
 
-def _cover(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray) -> np.ndarray:
-    """A converged standby on a movement's holder covers it: this round it sits on the target, a standby move
-    there unless the target held the task (:meth:`StreamsModel.cover_cost`)."""
-    cov = moving[t] & (c == m.holder[t]) & ~in_sorted(target[t] * m.T + t, m.held_keys)
-    out = np.zeros(len(t), dtype=np.int64)
-    if cov.any():
-        out[cov] = m.cover_cost(t[cov])
-    return out
-
-
 def _tag_combo(m: StreamsModel, t: np.ndarray, c: np.ndarray, target: np.ndarray, moving: np.ndarray
                ) -> np.ndarray:
     """The tag combination a standby of ``t`` on ``c`` shows this round: ``c``'s own, except on a movement's
@@ -1123,7 +1116,7 @@ def _standbys_explicit(m, S, active, target, moving, cls, allowed, act, box, cos
         enough = np.bincount(si[both], minlength=nS) >= m.want
         keep = np.where(enough[si], both, keep)
     si, cj, t = si[keep], cj[keep], t[keep]
-    cost = K1 * (m.standby_cost(t, cj) + _cover(m, t, cj, target, moving)) + _ties(m, t, cj, target, moving)
+    cost = K1 * m.standby_cost(t, cj) + _ties(m, t, cj, target, moving)
     base_client = nS
     sink = nS + C
     supplies = np.zeros(sink + 1, dtype=np.int64)
@@ -1210,8 +1203,8 @@ def _standbys_pooled(m, S, active, target, moving, cls, allowed, act, box, cost_
         keep = ok_now[cls_now[xt], _tag_combo(m, xt, xc, target, moving)] & \
             (~converged[xt] | ok_t[cls_t[xt], m.client_combo[xc]])
     xt, xc = xt[keep], xc[keep]
-    arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * (m.standby_cost(xt, xc)
-             + _cover(m, xt, xc, target, moving)) + _ties(m, xt, xc, target, moving))
+    arcs.add("task_client", spos[xt], base_client + xc, 1, K1 * m.standby_cost(xt, xc)
+             + _ties(m, xt, xc, target, moving))
     out, _ = arcs.solve(supplies)
 
     t_, h_, f_ = out["task_client"]

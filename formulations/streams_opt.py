@@ -22,9 +22,11 @@ stateful task; what the clients run this round follows from it:
                 runs and, for a task that moves, around its target
     objective   minimize  non_overlap_cost * (moves + standby_moves) + traffic_cost * cross_rack
                 of the converged assignment (targets as actives), a standby move being a standby on a
-                client that held the task in no role, plus the standby move of each covering standby (paid
-                on the way); then the fewest movements (each waits a round); then the fewest active tasks
-                leaving their client (nothing moves for nothing)
+                client that held the task in no role, plus the way of each movement, every restoration at
+                non_overlap_cost (StreamsModel.movement_cost: meanwhile it runs on its holder, a move unless
+                that is its previous client; its state is restored on the target unless the target held it;
+                then it moves), so that what the next rounds cost is priced now (issue 37); then the fewest
+                movements (each waits a round); then the fewest active tasks leaving their client
 
 So the balance factor is slack within which stickiness wins: a balanced
 assignment that moves nothing costs 0 and is kept. When nothing waits, the
@@ -60,7 +62,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from stickyflow.errors import StickyflowError, UnknownAssignorError
+from stickyflow.errors import InfeasibleError, StickyflowError, UnknownAssignorError
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 from stickyflow.streams import StreamsSnapshot
@@ -111,9 +113,13 @@ def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None
         if options.time_limit is None:
             options = replace(options, time_limit=CPSAT_AUTO_TIME_LIMIT)
         flow_plan = plan
-        plan = solve_cpsat(model, options, started=t0, hint=flow_plan)
-        plan = _keep_flow_unless_better(model, flow_plan, plan)
-        _best_bound(model, plan, flow_plan.bound)
+        try:
+            plan = solve_cpsat(model, options, started=t0, hint=flow_plan, retry=False)
+        except InfeasibleError as exc:  # the flow's plan keeps every rule, so the model holds it: a model fault
+            plan.extra = {**plan.extra, "cpsat_error": str(exc)}
+        else:
+            plan = _keep_flow_unless_better(model, flow_plan, plan)
+            _best_bound(model, plan, flow_plan.bound)
     return plan_decision(model, plan)
 
 
@@ -145,4 +151,6 @@ def _keep_flow_unless_better(m: StreamsModel, flow: StreamsPlan, cp: StreamsPlan
     if cp.bound is not None:
         flow.bound = cp.bound if flow.bound is None else max(flow.bound, cp.bound)
     flow.extra = {**flow.extra, "cpsat_status": cp.extra.get("cpsat_status"), "kept_flow_plan": True}
+    if cp.extra.get("reason"):
+        flow.extra["reason"] = cp.extra["reason"]
     return flow

@@ -687,6 +687,23 @@ def streams_metrics(snapshot: StreamsSnapshot, assignment: Mapping[str, Any]) ->
     }
 
 
+def warming_up(snapshot: StreamsSnapshot, assignment: Mapping[str, ClientAssignment],
+               followup_rebalance_deadline_ms: int | None) -> int:
+    """The replicas still restoring state while the group converges: every warm-up, and every standby on a
+    client that is not caught up for its task (where a move may wait for it), in a result that asks for a
+    follow-up rebalance; 0 in one that does not (the group has settled, or a new standby catches up with no
+    move waiting on it).
+
+    A result that asks for a follow-up describes a group on its way: ``balanced`` and ``cost`` are this round's,
+    not where the group goes. ``metrics["warming_up"] > 0`` says so. ``assignment`` is normalized
+    (:func:`normalize_streams_assignment`).
+    """
+    if followup_rebalance_deadline_ms is None:
+        return 0
+    a = assignment_arrays(snapshot, assignment)
+    return int(len(a.warmup_task)) + _lagging_standbys(snapshot, a)
+
+
 def is_balanced(counts: np.ndarray, threads: np.ndarray, balance_factor: int = 1) -> bool:
     """**Balanced** (the spec): with ``m`` the least count per thread, every client holds at most
     ``threads x m + balance_factor``.
@@ -727,6 +744,7 @@ def finish_streams(snapshot: StreamsSnapshot, decision: Decision) -> Finished:
         waived = set(waived) & set(ERROR_ORDER[ERROR_ORDER.index("STANDBY_TAGS_NOT_SPREAD"):])
         violations = [v for v in violations if v.code not in waived]
     metrics = streams_metrics(snapshot, norm)
+    metrics["warming_up"] = warming_up(snapshot, norm, decision.followup_rebalance_deadline_ms)
     return Finished(assignment=norm, target=norm, revocations={},
                     followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms,
                     violations=tuple(violations), metrics=metrics)

@@ -23,7 +23,7 @@ def test_probe_plans_respect_the_bound_and_the_lp_stays_below(scenario, variant,
     probe = _probe_module()
     row = probe.probe(60, 8, scenario, variant, seed=seed % 10_000, lp=True, lp_pairs=10_000, lp_time=60.0,
                       lns=5, lns_clients=3, lns_seconds=30.0)
-    assert row["plan"] == row["placement"] + row["covering"]
+    assert row["plan"] == row["placement"] + row["way"]
     if row["bound"] is not None:
         assert row["bound"] <= row["plan"]
         if row.get("swap_balanced"):

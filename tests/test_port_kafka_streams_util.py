@@ -16,9 +16,10 @@ definitions. Here they build a snapshot and check a result:
   ``assertBalancedStatefulAssignment`` (stateful tasks held in any role, per
   thread), :func:`subtopology_skew` is ``analyzeTaskAssignmentBalance`` (per
   subtopology, the most minus the fewest active tasks on a client, threads ignored);
-* :func:`converge` plays a snapshot to convergence (warm-ups and standbys caught up
-  between rounds) and sums the spec's cost over the rounds, for the "no worse than
-  Kafka's greedy choice" comparisons.
+* :func:`converge` plays a snapshot to convergence with
+  :func:`stickyflow.datasets.convergence.converge` (warm-ups and standbys caught up
+  between rounds) and gives the total cost of the way (every restoration, plus the
+  traffic where it settles), for the "no worse than Kafka's greedy choice" comparisons.
 
 The tests at the bottom check these definitions against hand-made assignments, as
 Kafka's own helpers are exercised by its tests.
@@ -31,7 +32,6 @@ from typing import Any, Iterable, Mapping
 import pytest
 
 import stickyflow
-from tests.test_streams_support import next_round
 
 NO_STATE = None  # Kafka's Long.MAX_VALUE lag: no local state for the task
 EOS = 10**9      # end_offset_sum of every stateful task unless a test says otherwise
@@ -174,15 +174,13 @@ def solve(doc: dict, assignor: str):
 
 
 def converge(doc: dict, assignor: str, *, limit: int = 60) -> tuple[int, int, Any, Any]:
-    """Play ``doc`` until no follow-up: (rounds, cost summed over the rounds, last snapshot, last result)."""
-    rounds = cost = 0
-    while True:
-        snap, result = solve(doc, assignor)
-        rounds += 1
-        cost += int(result.metrics["cost"])
-        if not unstable(result) or rounds >= limit:
-            return rounds, cost, snap, result
-        doc = next_round(doc, result)
+    """Play ``doc`` until no follow-up (every answer through the checker): (rounds, total cost over the rounds,
+    last snapshot, last result)."""
+    from stickyflow.datasets.convergence import converge as play
+    from tests.checker import check_result
+
+    run = play(doc, assignor, horizon=limit, check=check_result)
+    return run.rounds, run.total_cost, run.snapshots[-1], run.last
 
 
 # --------------------------------------------------------------------------- the definitions, checked

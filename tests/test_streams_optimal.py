@@ -171,13 +171,16 @@ def brute_force(snap):
     Every target (a client per task) whose active counts are Balanced, and for it
     every choice of ``want`` standbys per stateful task on clients other than its
     target: the converged assignment (this round a movement runs on its holder,
-    and a standby there sits on the target instead; the counts are the same, and
-    that standby's move to a target that never held the task is paid on the way).
+    and a standby there sits on the target instead; the counts are the same).
     Lexicographic: the least balance excess of
     stateful actives, replicas and (balance_subtopology) subtopologies; then the
     least cost of the converged assignment (moves + standby moves, priced with
-    KIP-925's costs); then the fewest movements (each a round of waiting).
-    Returns that key.
+    KIP-925's costs) plus the way of each movement (issue 37: every restoration
+    on the way costs ``non_overlap_cost``: meanwhile the task runs on its holder,
+    a move unless the holder ran it; its state is restored on the target unless
+    the target held it in some role; then it moves to the target; the converged
+    cost counts one move already); then the fewest movements (each a round of
+    waiting). Returns that key.
     """
     idx = snap.index
     cfg = snap.config
@@ -199,6 +202,10 @@ def brute_force(snap):
             continue
         mv = movements(m, tg)
         a_cost = int(m.active_cost(np.arange(T), tg).sum())
+        for t in np.flatnonzero(mv).tolist():  # the way of each movement, beyond the converged move
+            was = int(idx.prev_active[t])
+            way = 1 + ((int(tg[t]), t) not in held) + (was >= 0 and was != m.holder[t]) - (was >= 0 and was != tg[t])
+            a_cost += int(m.noc[t]) * way
         e_fixed = 0
         if stateful.any() and (~stateful).any():
             e_fixed += pair_excess(np.bincount(tg[stateful], minlength=C), th, bf)
@@ -223,8 +230,6 @@ def brute_force(snap):
                 for c in cs:
                     rep[c] += 1
                     cost += int(m.standby_cost(np.array([t]), np.array([c]))[0])
-                if mv[t] and m.holder[t] in cs and (tg[t], t) not in held:
-                    cost += int(m.noc[t])  # this round the holder's standby sits on the target: a standby move
             e = e_fixed + (pair_excess(rep, th, bf) if want and len(S) else 0)
             key = (e, cost, int(mv.sum()))
             if best is None or key < best:
@@ -433,9 +438,20 @@ def test_spread_free_standbys_cost_the_same_and_overfill_least(pooled, monkeypat
     """The replica counts that set the 0/1 prices (``_free_standbys``): spreading ties (``spread=True``) keeps
     every standby where it is cheapest (the placement costs what the heaped one costs) and fills no client
     beyond the replica hull more than the heaped placement does, in total; with rack pools (forced here)
-    the heaped one is what put a whole pool's standbys on one client at 10,000 x 1,000."""
+    the heaped one is what put a whole pool's standbys on one client at 10,000 x 1,000. A pool prices every
+    client of its rack as one that never held the task, so where a pool's standby lands on a client that did,
+    it costs less than the flow priced it: with pools, the flows' own values (their cost part) are compared."""
+    values: list[int] = []
     if pooled:
         monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", 0)
+        solve = streams_flow._Arcs.solve
+
+        def recorded(self, supplies):
+            out, total = solve(self, supplies)
+            values.append(total)
+            return out, total
+
+        monkeypatch.setattr(streams_flow._Arcs, "solve", recorded)
     rng = random.Random(7)
     strictly = 0
     for i in range(30):
@@ -458,7 +474,9 @@ def test_spread_free_standbys_cost_the_same_and_overfill_least(pooled, monkeypat
                                                           (np.zeros(m.C, dtype=np.int64), top), cost_first=True)
             except stickyflow.StickyflowError:
                 break  # a pool too small: _free_standbys falls back to the cheapest held clients
-            cost = int((m.standby_cost(ts, cs) + streams_flow._cover(m, ts, cs, sol.target, moving)).sum())
+            cost = int(m.standby_cost(ts, cs).sum())
+            if pooled:  # the flow's value: K1 x cost + K2 x units over the box + ties, the last two below K1
+                cost = values[-1] // streams_flow._weights(m, len(S) * m.want, cost_first=True)[0]
             over = int(np.maximum(act + np.bincount(cs, minlength=m.C) - hi, 0).sum())
             placed[spread] = cost, over
             counts = streams_flow._free_standbys(m, S, sol.target, hi, spread)

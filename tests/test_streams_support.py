@@ -9,8 +9,6 @@ every warm-up and standby has caught up, active tasks report ``-2``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 import stickyflow
@@ -118,56 +116,30 @@ def random_streams(seed: int, **overrides) -> dict:
 
 
 def next_round(doc: dict, result, *, keep_state: bool = True, now_step: int | None = None) -> dict:
-    """The next rebalance after ``result``: warm-ups and standbys caught up, actives at ``-2``.
+    """The next rebalance after ``result``: warm-ups and standbys caught up, actives at ``-2``
+    (:func:`stickyflow.datasets.convergence.next_round`; here clients keep the state of tasks they dropped
+    unless ``keep_state`` is False)."""
+    from stickyflow.datasets.convergence import next_round as play_on
 
-    ``keep_state``: clients keep the lags of tasks they no longer hold (local
-    state on disk); otherwise only what they held this round has state.
-    """
-    out = dict(doc)
-    snap = parse_streams(doc)
-    step = now_step if now_step is not None else snap.config.probing_rebalance_interval_ms
-    out["now_ms"] = doc.get("now_ms", 0) + step
-    clients = []
-    for c in doc["clients"]:
-        a = result.assignment[c["process_id"]]
-        old = dict(c.get("lags", {})) if keep_state else {}
-        for tid in c.get("previous_active", []):
-            if keep_state:
-                old[tid] = 0  # it was running it until now
-        lags = {k: v for k, v in old.items() if k not in a.active}
-        for tid in a.standby + a.warmup:
-            lags[tid] = 0
-        d = dict(c)
-        d["previous_active"] = list(a.active)
-        d["previous_standby"] = list(a.standby + a.warmup)
-        d["lags"] = lags
-        clients.append(d)
-    out["clients"] = clients
-    return out
+    return play_on(doc, result, keep_state=keep_state, now_step=now_step)
 
 
 def round_bound(doc: dict) -> int:
     """ceil(stateful tasks x (1 + standbys per task) / budget) + 1, the budget being max_warmup_replicas
-    (one learner a round in learner mode)."""
-    snap = parse_streams(doc)
-    n = sum(t.stateful for t in snap.tasks)
-    budget = 1 if snap.config.rebalancing_mode == "learner" else snap.config.max_warmup_replicas
-    return math.ceil(n * (1 + snap.standbys_per_task()) / budget) + 1
+    (one learner a round in learner mode): :func:`stickyflow.datasets.convergence.round_bound`."""
+    from stickyflow.datasets.convergence import round_bound as bound
+
+    return bound(doc)
 
 
 def resolve_until_stable(doc: dict, assignor: str = "sticky", *, keep_state: bool = True, limit: int = 200,
                          check=None):
-    """Solve, play forward, solve again ... until no follow-up. Returns (rounds, last result, last snapshot)."""
-    rounds = 0
-    while True:
-        snap = stickyflow.parse_snapshot(doc)
-        result = stickyflow.assign(snap, assignor)
-        if check is not None:
-            check(snap, result)
-        rounds += 1
-        if result.followup_rebalance_deadline_ms is None or rounds >= limit:
-            return rounds, result, snap
-        doc = next_round(doc, result, keep_state=keep_state)
+    """Solve, play forward, solve again ... until no follow-up (:func:`stickyflow.datasets.convergence.converge`).
+    Returns (rounds, last result, last snapshot)."""
+    from stickyflow.datasets.convergence import converge
+
+    run = converge(doc, assignor, horizon=limit, keep_state=keep_state, check=check)
+    return run.rounds, run.last, run.snapshots[-1]
 
 
 # --------------------------------------------------------------------------- sanity of the helpers
