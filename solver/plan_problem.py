@@ -163,9 +163,11 @@ def _capacity(value: Any, where: str) -> float:
 def plan_problem(snapshot: Any) -> PlanProblem:
     """The plan's input of a consumer snapshot (object, dict, JSON text or path), held to the plan's rules.
 
-    A snapshot with ``"topics": {"t": {"partitions": 2, "rates": [40, 70]}}``, ``"config": {"capacity": 100}``
-    and one member ``a`` owning both partitions gives ``rates`` ``[40.0, 70.0]``, ``owner`` ``[0, 0]`` and
-    ``capacity`` 100.0.
+    >>> p = plan_problem({"format": "stickyflow.snapshot/1", "kind": "consumer",
+    ...     "topics": {"t": {"partitions": 2, "rates": [40, 70]}}, "config": {"capacity": 100},
+    ...     "members": [{"id": "a", "subscription": ["t"], "owned": {"t": [0, 1]}}]})
+    >>> p.rates.tolist(), p.owner.tolist(), p.capacity
+    ([40.0, 70.0], [0, 0], 100.0)
     """
     from .consumer import previous_owners
     from .snapshot import as_snapshot

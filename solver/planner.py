@@ -12,15 +12,13 @@ that breaks a rule), the best of the greedy methods stands in and
 answer breaks a rule raises :class:`InvalidAssignmentError` (a bug).
 
 >>> import stickyflow
->>> from stickyflow.plan_problem import PlanProblem
->>> p = stickyflow.plan(PlanProblem.from_arrays([60, 50, 30, 40], 100, owner=[0, 0, 0, 0], members=["a"],
-...                                            id="g"))
+>>> p = stickyflow.plan({"format": "stickyflow.snapshot/1", "kind": "consumer", "id": "g",
+...     "topics": {"t": {"partitions": 4, "rates": [60, 50, 30, 40]}}, "config": {"capacity": 100},
+...     "members": [{"id": "a", "subscription": ["t"], "owned": {"t": [0, 1, 2, 3]}}]})
 >>> p.members, p.keep, p.add, p.moved_load, p.solver.status
 (2, ('a',), ('new-1',), 80.0, 'optimal')
 >>> p.to_json()["assignment"]
 {'a': {'t': [0, 3]}, 'new-1': {'t': [1, 2]}}
-
-From a snapshot, ``stickyflow.plan("group.json")`` (rates on every subscribed topic, ``config.capacity``).
 """
 
 from __future__ import annotations

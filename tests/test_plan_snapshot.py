@@ -1,7 +1,4 @@
-"""Plans from snapshots: the plan's input rules, the plan JSON, the command line, and plans in batch and compare.
-
-Needs the load fields of the snapshot format (``rates``, ``config.capacity``: "Balance by load").
-"""
+"""Plans from snapshots: the plan's input rules, the plan JSON, the command line, and plans in batch and compare."""
 
 from __future__ import annotations
 
@@ -12,11 +9,7 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
-from stickyflow.consumer import ConsumerConfig
 from stickyflow.errors import InvalidSnapshotError
-
-pytestmark = pytest.mark.skipif("capacity" not in ConsumerConfig.__dataclass_fields__,
-                                reason="needs the load fields of the snapshot format (rates, config.capacity)")
 
 
 def snapshot(**change):
