@@ -1,0 +1,135 @@
+r"""The ``optimal`` assignor with ``"balance": "load"``: the rules of the spec's "Balance by load", in order.
+
+For a group whose allowed (partition, member) pairs number at most :data:`CPSAT_PAIRS`, CP-SAT proves every
+rule in turn (:mod:`.load_cpsat`). Above that, or with ``method="plan"``:
+
+* the bound: the fractional relaxation solved as max flows, and the largest-rates bound
+  (:func:`.load_flow.peak_bound`), a proven lower bound ``L`` on the least possible peak ``U*``;
+* the plan: :func:`stickyflow.load_plan.sticky_plan` aimed at ``lim(L) = (1 + slack) L`` (at most 1 where
+  capacities are given and ``L <= 1``): the previous owners keep what fits under it, the least load moves, the
+  rest is dealt by water level; where no plan reaches ``lim(L)``, a balancing plan sets the peak to aim at.
+
+Then rule 2 is proven when the plan's peak is within ``lim(L)`` (``U* >= L``, and ``lim`` grows with its
+argument), even though ``U*`` itself is not known; rule 3 when nobody is above capacity (or none is given),
+or nobody below it (then the overload is the whole load less the whole capacity, the least possible); rules 4
+and 5 when every partition sits where its own cost is least
+(:func:`stickyflow.load_problem.per_partition_best`: a rebalance that moves only what has to move). The answer is
+``"optimal"`` only when all of them are proven, else ``"feasible"`` with the bound and the reason. The result's
+``solver.objective`` is the peak ``U``, ``solver.bound`` the proven ``L``.
+
+``method``: ``None`` or ``"auto"`` (the above), ``"cpsat"`` (CP-SAT whatever the size), ``"plan"`` (never
+CP-SAT).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from stickyflow.errors import UnknownAssignorError
+from stickyflow.load_plan import sticky_plan
+from stickyflow.load_problem import LoadProblem, measure, peak_limit, per_partition_best
+from stickyflow.registry import SolveOptions
+
+from .load_cpsat import solve_load_cpsat
+from .load_flow import peak_bound
+
+__all__ = ["optimize", "LoadAnswer", "LOAD_METHODS", "CPSAT_PAIRS"]
+
+LOAD_METHODS = ("auto", "cpsat", "plan")
+CPSAT_PAIRS = 4_000  # allowed (partition, member) pairs up to which CP-SAT proves the rules
+_FLOAT_SLACK = 1e-12  # relative: a float peak this close to a limit counts as within it (sums err far less)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAnswer:
+    """An owner array with what is proven of it: ``status`` ``"optimal"`` (every rule) or ``"feasible"``,
+    ``bound`` a proven lower bound on ``U*``, ``peak`` the answer's ``U``."""
+
+    x: np.ndarray
+    status: str
+    method: str
+    bound: float
+    peak: float
+    reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _below(frac: Fraction) -> float:
+    """The largest float not above ``frac`` (a proven bound stays proven when it becomes a float)."""
+    f = float(frac)
+    return math.nextafter(f, -math.inf) if Fraction(f) > frac else f
+
+
+def optimize(problem: LoadProblem, options: SolveOptions | None = None) -> LoadAnswer:
+    """Solve ``problem`` by the rules (see the module's text).
+
+    >>> p = LoadProblem.of(rates=[6.0, 3.0, 2.0, 1.0], topic=[0] * 4, reads=[[True]], member_class=[0, 0],
+    ...                    capacity=[10.0, 10.0], owner=[0, 0, 0, 0], slack=0.2)
+    >>> a = optimize(p)  # the least peak is 0.6 (6 against 3 + 2 + 1); the slack allows 0.72
+    >>> a.x.tolist(), a.status, a.peak, a.bound  # member 0 keeps 6 + 1: 5 moves, not 6
+    ([0, 1, 1, 0], 'optimal', 0.7, 0.6)
+    """
+    options = options or SolveOptions()
+    method = options.method or "auto"
+    if method not in LOAD_METHODS:
+        raise UnknownAssignorError(f"method: {method!r} is not a method for balance by load "
+                                   f"(known: {', '.join(LOAD_METHODS)})")
+    t0 = time.perf_counter()
+    N = problem.n_partitions
+    if N == 0 or not problem.active.any():
+        x = np.full(N, -1, dtype=np.int64)
+        return LoadAnswer(x=x, status="optimal", method="plan", bound=0.0, peak=0.0)
+    bound = peak_bound(problem)
+    t_bound = time.perf_counter() - t0
+    x = _plan(problem, bound)
+    t_plan = time.perf_counter() - t0 - t_bound
+    pairs = int(problem.reads[np.maximum(problem.member_class[problem.active], 0)][:, problem.topic].sum())
+    extra: dict[str, Any] = {"t_bound": round(t_bound, 4), "t_plan": round(t_plan, 4), "pairs": pairs}
+    if method == "cpsat" or (method == "auto" and pairs <= CPSAT_PAIRS):
+        out = solve_load_cpsat(problem, options, hint=x, lower=bound)
+        extra.update(out.extra)
+        m = measure(problem, out.x)
+        bound = max(bound, _below(out.bound))
+        return LoadAnswer(x=out.x, status="optimal" if out.proven else "feasible", method="cpsat", bound=bound,
+                          peak=m.peak, reason=out.reason, extra=extra)
+    m = measure(problem, x)
+    reasons = []
+    if m.peak * (1 - _FLOAT_SLACK) > peak_limit(problem, bound):
+        reasons.append(f"the peak {m.peak:.6g} is not proven within the slack of the least possible "
+                       f"(a proven bound is {bound:.6g})")
+    if problem.capacity_given and m.overload > 0 and not _least_overload(problem, x):
+        reasons.append("members above capacity: the least overload is not proven")
+    if not per_partition_best(problem, x):
+        reasons.append("partitions moved to balance: the least moved load is not proven at this size")
+    status = "feasible" if reasons else "optimal"
+    return LoadAnswer(x=x, status=status, method="plan", bound=bound, peak=m.peak,
+                      reason="; ".join(reasons) or None, extra=extra)
+
+
+def _least_overload(problem: LoadProblem, x: np.ndarray) -> bool:
+    """Whether no assignment has less overload: when every active member is at or above its capacity, the
+    overload is the whole load less the whole capacity, and ``sum max(0, l - c) >= sum (l - c)`` always."""
+    loads = np.bincount(x, weights=problem.rates, minlength=problem.n_members)
+    active = problem.active
+    return bool(np.all(loads[active] >= problem.capacity[active]))
+
+
+def _plan(problem: LoadProblem, bound: float) -> np.ndarray:
+    """The sticky plan aimed at ``lim(bound)``; where it misses, aimed at the peak a balancing plan reaches."""
+    target = peak_limit(problem, bound)
+    x = sticky_plan(problem, target)
+    peak = measure(problem, x).peak
+    if peak <= target * (1 + _FLOAT_SLACK):
+        return x
+    fresh = sticky_plan(problem, target, sticky=False)
+    reach = measure(problem, fresh).peak
+    if reach >= peak:
+        return x
+    again = sticky_plan(problem, reach)
+    return again if measure(problem, again).peak <= reach * (1 + _FLOAT_SLACK) else fresh
