@@ -47,7 +47,8 @@ WORKERS = 1  # CP-SAT's workers unless num_workers is given: fixed, so that the 
 WALL_GUARD, WALL_GUARD_S = 10.0, 30.0  # the safety net: 10 x the limit + 30 s of wall time
 _EXACT_BITS = 40  # exact integer rates up to 2**40
 _ROUND_BITS = 30  # rounded rates: the largest about 2**30
-_STAGE_SHARE = {"peak": 0.35, "pin": 0.15, "overload": 0.15, "cost": 0.5, "moves": 1.0}
+_PROBES = 4  # stage A' probes at most
+_STAGE_SHARE = {"peak": 0.35, "pin": 0.15, "overload": 0.15, "cost": 0.5, "moves": 1.0, "cost+moves": 0.6}
 
 
 @dataclass(slots=True)
@@ -216,9 +217,10 @@ def solve_load_cpsat(problem: LoadProblem, options: SolveOptions, *, hint: np.nd
         return CpsatOutcome(x=np.full(N, -1, dtype=np.int64), bound=bound, pinned=False, proven=False,
                             reason=f"CP-SAT found no assignment ({status})", extra={"cpsat_stages": stages})
     upper = _exact_peak(problem, _exact_loads(problem, best, k, q_hi, exact))
-    # ---- stage A': pin U* (a probe for a peak below the best known; floored rates: infeasible proves U* >= it)
-    for _ in range(16):
-        if upper <= bound or status not in ("OPTIMAL", "FEASIBLE"):
+    # ---- stage A': pin U* (a probe for a peak below the best known; floored rates: infeasible proves U* >= it),
+    # where stage A proved its own optimum (else probes only trade a little peak for time)
+    for _ in range(_PROBES):
+        if upper <= bound or status != "OPTIMAL":
             break
         probe = cm.new_bool_var("probe")  # the strict bounds hold for this probe only (an assumption)
         for m in active.tolist():
@@ -243,37 +245,60 @@ def solve_load_cpsat(problem: LoadProblem, options: SolveOptions, *, hint: np.nd
     pinned = upper <= bound
     if pinned:
         bound = upper
-    # ---- the peak constraint for what follows
+    # ---- the peak constraint for what follows: the inner set (lim of the bound, ceiled rates) holds within
+    # rule 2 whatever U* is; where U* is not pinned, the outer set (lim of the best peak, floored rates) holds
+    # every assignment rule 2 allows, and the last stage is solved on both: equal optima prove it on the true set
     lim_in = peak_limit_exact(problem, bound)
-    lim = lim_in if upper <= lim_in else upper  # the best known when the bound does not reach it (unproven)
-    if upper > lim_in:
+    within = upper <= lim_in
+    lim = lim_in if within else upper  # the best known when the bound does not reach it (unproven)
+    if not within:
         notes.append("the peak is not proven within the slack of the least possible")
+    lim_out = peak_limit_exact(problem, upper)
+    outer = within and exact and not pinned and not (problem.capacity_given and lim_out > 1)
+    inner = cm.new_bool_var("inner") if outer else None
     cm.clear_objective()
     best_hi = np.zeros(M, dtype=np.int64)  # integer sums: exact beyond 2**53
     np.add.at(best_hi, best, q_hi)
     for m in active.tolist():
         idx = member_pairs[m]
+        cap_units = Fraction(float(caps[m])) * two_k
         # the best known plan stays a solution (with rounded rates its ceiled load may exceed the limit's floor:
         # then the limit is checked again on the true rates at the end)
-        rhs = max(math.floor(lim * Fraction(float(caps[m])) * two_k), int(best_hi[m]))
-        cm.add(expr(idx, q_hi[pp[idx]]) <= rhs)
+        ct = cm.add(expr(idx, q_hi[pp[idx]]) <= max(math.floor(lim * cap_units), int(best_hi[m])))
+        if inner is not None:
+            ct.only_enforce_if(inner)
+            cm.add(expr(idx, q_lo[pp[idx]]) <= math.floor(lim_out * cap_units))
     set_hint(best)
-    proven = pinned and exact
+    proven = exact and (pinned or outer)
     if not exact:
         notes.append(f"rates rounded to multiples of 2^{-k} in the model: rules 3 to 5 hold for the rounded rates")
-    elif not pinned:
+    elif not pinned and not outer:
         notes.append("the least possible peak was not pinned exactly")
 
-    def lexicographic(name: str, objective) -> bool:
-        """One stage: minimize, keep its optimum for the next stages, start them from its solution; proven?"""
+    def lexicographic(name: str, objective, last: bool = False) -> bool:
+        """One stage: minimize (on the inner set), keep its optimum for the next stages, start them from its
+        solution; on the outer set too when it is the last; proven?"""
         nonlocal best
         cm.minimize(objective)
+        if inner is not None:
+            cm.add_assumption(inner)
         st, values = run(name)
+        cm.clear_assumptions()
+        ok = st == "OPTIMAL"
         if values is not None:
             best = owners(values)
-            cm.add(objective <= int(round(solver.objective_value)))
+            value = int(round(solver.objective_value))
+            if inner is not None and last and ok:
+                st, _ = run(name + " (outer)")
+                ok = st == "OPTIMAL" and int(round(solver.objective_value)) == value
+                if not ok:
+                    notes.append("the least possible peak was not pinned exactly, and the slack of a larger one "
+                                 "may allow a cheaper answer")
+            cm.add(objective <= value)
             set_hint(best)
-        return st == "OPTIMAL"
+        elif inner is not None and last:
+            ok = False
+        return ok
 
     # ---- stage C: the least overload
     if problem.capacity_given and lim > 1:
@@ -297,12 +322,18 @@ def solve_load_cpsat(problem: LoadProblem, options: SolveOptions, *, hint: np.nd
     far_pair = problem.far(pp, pm) if problem.racks_matter else np.zeros(len(pp), dtype=bool)
     cost = problem.noc * q_mid[pp] * moved_pair + problem.tc * q_mid[pp] * far_pair
     all_idx = np.arange(len(pp))
-    if cost.any():
-        proven &= lexicographic("cost", expr(all_idx, cost))
-    # ---- stage E: the fewest moves
-    if moved_pair.any():
-        proven &= lexicographic("moves", expr(all_idx, moved_pair.astype(np.int64)))
-    if any(s != "OPTIMAL" for name, s in stages if name != "pin"):
+    weight = len(pp) + 1  # more than any count of moves: one objective orders by cost, then by moves
+    if cost.any() and moved_pair.any() and int(cost.sum()) * weight < 2 ** 60:
+        proven &= lexicographic("cost+moves", expr(all_idx, cost * weight + moved_pair), last=True)
+    else:
+        if cost.any():
+            proven &= lexicographic("cost", expr(all_idx, cost), last=not moved_pair.any())
+        # ---- stage E: the fewest moves
+        if moved_pair.any():
+            proven &= lexicographic("moves", expr(all_idx, moved_pair.astype(np.int64)), last=not cost.any())
+        if cost.any() and moved_pair.any() and inner is not None:
+            proven = False  # (two stages: the outer set would need both again)
+    if any(s != "OPTIMAL" for name, s in stages if name not in ("peak", "pin")):  # (those two only bound U*)
         proven = False
         notes.append("a stage ended on its time limit: " + ", ".join(f"{n} {s}" for n, s in stages))
     final_peak = _exact_peak(problem, _exact_loads(problem, best, k, q_hi, exact))
