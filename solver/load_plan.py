@@ -10,9 +10,10 @@ hold up to ``U cap_m``. :func:`sticky_plan` then
    and the smallest that closes the gap, whichever moves less load);
 3. deals the released and unowned partitions (:func:`fill`), topic class by topic class, the classes with the
    fewest readers first: the readers are filled up to a common utilization (the water level that the class's
-   load reaches over them, at most ``U``), on the replica racks first where racks cost, the partitions cut into
-   the rooms in decreasing rate along a running sum, and what straddles two rooms placed in rounds (the largest
-   partitions to the largest rooms), within ``U``;
+   load reaches over them, at most ``U``), on the replica racks first where racks cost; the partitions too large
+   for the room between that level and ``U`` go first, in rounds, to the least utilized readers; the others are
+   cut into the rooms along a running sum in partition order, and what straddles two rooms is placed in rounds
+   (the largest partitions to the largest rooms), within ``U``;
 4. repairs: a member still above ``U`` releases again (partitions that moved already first, which costs nothing
    more), and those are dealt again, a few rounds;
 5. gives back: a moved partition whose previous owner has room under ``U`` returns to it (the largest first),
@@ -31,11 +32,16 @@ Python step per partition. With no previous owners this is a balancing greedy (t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .load_problem import LoadProblem, has_local_reader, readers_of, topic_classes
+from .consumer_check import ArrayAssignment
+from .load_problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem, measure, partition_bound,
+                           peak_limit, readers_of, topic_classes)
+from .result import Decision
 
-__all__ = ["sticky_plan", "release", "fill", "give_back", "water_level"]
+__all__ = ["sticky_plan", "aimed_plan", "fallback", "release", "fill", "give_back", "water_level"]
 
 _TOL = 1e-12  # relative: a member counts as above its limit only beyond it by more than float noise
 _ROUNDS = 64  # rounds of placing straddling partitions, and of repairs
@@ -71,6 +77,42 @@ def sticky_plan(problem: LoadProblem, target: float, *, sticky: bool = True, rep
     if sticky:
         give_back(problem, x, loads, ceiling)
     return x
+
+
+def aimed_plan(problem: LoadProblem, bound: float) -> np.ndarray:
+    """The sticky plan aimed at rule 2's limit for a proven ``bound`` on ``U*``; where it misses that, aimed at
+    the peak that a balancing (non-sticky) plan reaches, or that plan itself when the sticky one misses again."""
+    target = peak_limit(problem, bound)
+    x = sticky_plan(problem, target)
+    peak = measure(problem, x).peak
+    if peak <= target * (1 + _TOL):
+        return x
+    fresh = sticky_plan(problem, target, sticky=False)
+    reach = measure(problem, fresh).peak
+    if reach >= peak:
+        return x
+    again = sticky_plan(problem, reach)
+    return again if measure(problem, again).peak <= reach * (1 + _TOL) else fresh
+
+
+def fallback(snapshot: Any, options: Any = None) -> Decision:
+    """The load-aware stand-in when the load optimizer fails (OR-Tools missing, a crash, an invalid answer):
+    :func:`aimed_plan` on the cheap bounds that need no solver (the average, the largest rates, and the
+    checker's per-class bound). Sticky like the optimizer, in numpy only; proves nothing (status
+    ``"heuristic"``, which the front door reports as ``"fallback"``)."""
+    from .load_check import cheap_peak_bound
+
+    problem, topics, offsets = load_problem(snapshot)
+    active = problem.active
+    bound = 0.0
+    if active.any() and problem.n_partitions:
+        average = float(problem.rates.sum()) / float(problem.capacity[active].sum()) * (1 - BOUND_MARGIN)
+        bound = max(average, partition_bound(problem), cheap_peak_bound(snapshot) or 0.0)
+    x = aimed_plan(problem, bound) if problem.n_partitions and active.any() else \
+        np.full(problem.n_partitions, -1, dtype=np.int64)
+    return Decision(assignment=ArrayAssignment.of_flat(snapshot, topics, x, offsets), method="greedy",
+                    status="heuristic", objective=measure(problem, x).peak if len(x) else 0.0, bound=bound,
+                    extra={"peak_bound": bound})
 
 
 def _loads(problem: LoadProblem, x: np.ndarray) -> np.ndarray:
@@ -231,7 +273,10 @@ def _deal(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.nd
         items = items[x[items] < 0]
         level = min(water_level(loads[readers], caps, float(r[items].sum())), target)
     room = np.clip(level * caps - loads[readers], 0.0, np.maximum(ceiling[readers] - loads[readers], 0.0))
-    # the running-sum cut: an item goes to the room its start lies in, if it ends there too
+    # the running-sum cut, in partition order (each reader gets a mix of rates, not a run of alike ones, so that
+    # a later rebalance finds partitions of every size to release): an item goes to the room its start lies in,
+    # if it ends there too; the rest (straddlers) go in rounds, largest first
+    items = np.sort(items)
     by_room = np.argsort(-room, kind="stable")
     rd, rm = readers[by_room], room[by_room]
     bounds = np.cumsum(rm)
@@ -243,7 +288,7 @@ def _deal(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.nd
     x[got] = rd[j[fits]]
     np.add.at(loads, x[got], r[got])
     rest = items[~fits]
-    rest = _rounds(problem, x, loads, ceiling, rest, readers)
+    rest = _rounds(problem, x, loads, ceiling, rest[np.lexsort((rest, -r[rest]))], readers)
     if last:
         _overflow(problem, x, loads, rest, readers)
         return rest
