@@ -31,15 +31,17 @@ from typing import Any
 
 import numpy as np
 
+from stickyflow.consumer_check import ArrayAssignment
 from stickyflow.errors import UnknownAssignorError
-from stickyflow.load_plan import sticky_plan
-from stickyflow.load_problem import LoadProblem, measure, peak_limit, per_partition_best
+from stickyflow.load_plan import aimed_plan
+from stickyflow.load_problem import LoadProblem, load_problem, measure, peak_limit, per_partition_best
 from stickyflow.registry import SolveOptions
+from stickyflow.result import Decision
 
 from .load_cpsat import solve_load_cpsat
 from .load_flow import peak_bound
 
-__all__ = ["optimize", "LoadAnswer", "LOAD_METHODS", "CPSAT_PAIRS"]
+__all__ = ["solve_load", "optimize", "LoadAnswer", "LOAD_METHODS", "CPSAT_PAIRS"]
 
 LOAD_METHODS = ("auto", "cpsat", "plan")
 CPSAT_PAIRS = 4_000  # allowed (partition, member) pairs up to which CP-SAT proves the rules
@@ -58,6 +60,30 @@ class LoadAnswer:
     peak: float
     reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def solve_load(snapshot: Any, options: SolveOptions | None = None) -> Decision:
+    """The consumer assignor ``optimal`` for a snapshot with ``"balance": "load"`` (see the module's text).
+
+    >>> import stickyflow
+    >>> r = stickyflow.assign({"format": "stickyflow.snapshot/1", "kind": "consumer",
+    ...     "topics": {"t": {"partitions": 4, "rates": [6, 3, 2, 1]}},
+    ...     "members": [{"id": "a", "subscription": ["t"], "generation": 1, "owned": {"t": [0, 1, 2, 3]}},
+    ...                 {"id": "b", "subscription": ["t"]}],
+    ...     "config": {"balance": "load", "capacity": 10, "load_slack": 0.2}})
+    >>> r.to_json()["assignment"], r.solver.status, r.metrics["peak_utilization"], r.metrics["peak_bound"]
+    ({'a': {'t': [0, 3]}, 'b': {'t': [1, 2]}}, 'optimal', 0.7, 0.6)
+    """
+    t0 = time.perf_counter()
+    problem, topics, offsets = load_problem(snapshot)
+    answer = optimize(problem, options)
+    m = measure(problem, answer.x) if problem.n_partitions and problem.active.any() else None
+    extra = dict(answer.extra, peak_bound=answer.bound, build_and_solve_s=time.perf_counter() - t0)
+    if m is not None:
+        extra.update(cost=m.cost, moved_load=m.moved_load, cross_rack_load=m.cross_load, overload=m.overload)
+    return Decision(assignment=ArrayAssignment.of_flat(snapshot, topics, answer.x, offsets), method=answer.method,
+                    status=answer.status, objective=answer.peak, bound=answer.bound, reason=answer.reason,
+                    extra=extra)
 
 
 def _below(frac: Fraction) -> float:
@@ -87,7 +113,7 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None) -> LoadA
         return LoadAnswer(x=x, status="optimal", method="plan", bound=0.0, peak=0.0)
     bound = peak_bound(problem)
     t_bound = time.perf_counter() - t0
-    x = _plan(problem, bound)
+    x = aimed_plan(problem, bound)
     t_plan = time.perf_counter() - t0 - t_bound
     pairs = int(problem.reads[np.maximum(problem.member_class[problem.active], 0)][:, problem.topic].sum())
     extra: dict[str, Any] = {"t_bound": round(t_bound, 4), "t_plan": round(t_plan, 4), "pairs": pairs}
@@ -118,18 +144,3 @@ def _least_overload(problem: LoadProblem, x: np.ndarray) -> bool:
     loads = np.bincount(x, weights=problem.rates, minlength=problem.n_members)
     active = problem.active
     return bool(np.all(loads[active] >= problem.capacity[active]))
-
-
-def _plan(problem: LoadProblem, bound: float) -> np.ndarray:
-    """The sticky plan aimed at ``lim(bound)``; where it misses, aimed at the peak a balancing plan reaches."""
-    target = peak_limit(problem, bound)
-    x = sticky_plan(problem, target)
-    peak = measure(problem, x).peak
-    if peak <= target * (1 + _FLOAT_SLACK):
-        return x
-    fresh = sticky_plan(problem, target, sticky=False)
-    reach = measure(problem, fresh).peak
-    if reach >= peak:
-        return x
-    again = sticky_plan(problem, reach)
-    return again if measure(problem, again).peak <= reach * (1 + _FLOAT_SLACK) else fresh

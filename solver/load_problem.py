@@ -29,12 +29,17 @@ model). Everything here is numpy: no step per partition in Python.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import count
+from typing import Any
 
 import numpy as np
 
-__all__ = ["LoadProblem", "Measure", "measure", "peak_limit", "peak_limit_exact", "partition_bound",
+from .consumer import previous_owners
+
+__all__ = ["LoadProblem", "load_problem", "Measure", "measure", "peak_limit", "peak_limit_exact", "partition_bound",
            "per_partition_best", "topic_classes", "readers_of", "has_local_reader", "BOUND_MARGIN"]
 
 #: a proven bound computed in floating point is lowered by this relative margin before it is claimed: float sums
@@ -122,6 +127,102 @@ class LoadProblem:
         rack = self.member_rack[np.maximum(members, 0)]
         out = self.cross[self.rackset[parts], np.where(rack < 0, self.cross.shape[1] - 1, rack)]
         return out & (members >= 0)
+
+
+def load_problem(snap: Any) -> tuple[LoadProblem, list[str], np.ndarray]:
+    """A consumer snapshot with known loads as a :class:`LoadProblem`, with the assignable topics (snapshot
+    order) and where each starts among the problem's partitions (``offsets``, one more than topics): what
+    :meth:`stickyflow.consumer_check.ArrayAssignment.of_flat` takes back. Numpy over partitions; one step per
+    distinct subscription, per rack and per partition's rack set only where racks cost something.
+
+    >>> import stickyflow
+    >>> s = stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
+    ...     "topics": {"t": {"partitions": 2, "rates": [3, 1]}, "u": {"partitions": 1, "rates": [5]}},
+    ...     "members": [{"id": "a", "subscription": ["t"], "generation": 1, "owned": {"t": [1]}},
+    ...                 {"id": "b", "subscription": ["t", "u"]}], "config": {"balance": "load"}})
+    >>> p, topics, offsets = load_problem(s)
+    >>> p.rates.tolist(), p.owner.tolist(), p.reads.tolist(), p.member_class.tolist(), topics
+    ([3.0, 1.0, 5.0], [-1, 0, -1], [[True, False], [True, True]], [0, 1], ['t', 'u'])
+    """
+    from .load import load_model
+
+    model = load_model(snap)
+    read = snap.has_readers()
+    names = list(snap.topics)
+    topics = [t for t, r in zip(names, read.tolist()) if r]
+    cols = np.flatnonzero(read)
+    sizes = np.diff(model.offsets)[cols]
+    offsets = np.zeros(len(cols) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    prev = previous_owners(snap)
+    if len(cols) == len(names):
+        rates, owner = model.rates, prev.all.astype(np.int64)
+    else:  # the assignable topics' slices, end to end, without a step per partition
+        where = np.repeat(model.offsets[cols] - offsets[:-1], sizes) + np.arange(int(offsets[-1]))
+        rates, owner = model.rates[where], prev.all[where].astype(np.int64)
+    topic = np.repeat(np.arange(len(cols)), sizes)
+    # member classes: the distinct sets of assignable topics that subscriptions read
+    group, _ = snap.subscription_groups()
+    flat, glen = snap.subscription_topics()
+    column = np.full(len(names), -1, dtype=np.int64)
+    column[cols] = np.arange(len(cols))
+    reads, group_class = _classes(column[flat], glen, len(cols))
+    member_class = group_class[group] if len(group) else np.zeros(0, dtype=np.int64)
+    cfg = snap.config
+    rackset = member_rack = cross = None
+    tc = 0
+    if snap.rack_aware and cfg.traffic_cost > 0:
+        tc = cfg.traffic_cost
+        index: dict[frozenset, int] = {frozenset(): 0}
+        number = defaultdict(count(1).__next__, index)  # rack sets numbered on first sight, in C (map)
+        rackset = np.zeros(len(rates), dtype=np.int64)
+        for j, t in enumerate(topics):
+            racks = snap.topics[t].racks
+            if racks is not None:
+                rackset[offsets[j]:offsets[j + 1]] = np.fromiter(map(number.__getitem__, racks), dtype=np.int64,
+                                                                 count=len(racks))
+        index = dict(number)
+        rack_ids: dict[str, int] = {}
+        member_rack = np.array([-1 if m.rack is None else rack_ids.setdefault(m.rack, len(rack_ids))
+                                for m in snap.members], dtype=np.int64)
+        cross = np.zeros((len(index), len(rack_ids) + 1), dtype=bool)  # the last column: a member without rack
+        for s, i in index.items():
+            if s:
+                for r, k in rack_ids.items():
+                    cross[i, k] = r not in s
+    problem = LoadProblem(rates=np.asarray(rates, dtype=np.float64), topic=topic, reads=reads,
+                          member_class=member_class.astype(np.int64), capacity=model.capacity, owner=owner,
+                          capacity_given=model.capacity_given, slack=float(model.slack), noc=cfg.non_overlap_cost,
+                          tc=tc, rackset=rackset, member_rack=member_rack, cross=cross)
+    return problem, topics, offsets
+
+
+_DENSE = 1 << 24  # distinct subscriptions x assignable topics up to which classes come from one boolean matrix
+
+
+def _classes(col: np.ndarray, glen: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Member classes from the distinct subscriptions' topics (``col``: assignable-topic columns end to end, -1
+    for the others; ``glen``: how many each has): the classes' rows (bool[K, T]) and each subscription's class
+    (-1: it reads none), classes in the order of their rows."""
+    G = len(glen)
+    if G * T <= _DENSE:
+        rows = np.zeros((G, T), dtype=bool)
+        ok = col >= 0
+        rows[np.repeat(np.arange(G), glen)[ok], col[ok]] = True
+        reads, inverse = np.unique(rows, axis=0, return_inverse=True) if G else (rows, np.zeros(0, dtype=np.int64))
+        inverse = np.asarray(inverse).reshape(-1)
+    else:  # one set per distinct subscription
+        sets: dict[frozenset, int] = {}
+        inverse = np.empty(G, dtype=np.int64)
+        for g, part in enumerate(np.split(col, np.cumsum(glen)[:-1])):
+            inverse[g] = sets.setdefault(frozenset(part[part >= 0].tolist()), len(sets))
+        reads = np.zeros((len(sets), T), dtype=bool)
+        for s, i in sets.items():
+            reads[i, list(s)] = True
+    keep = np.flatnonzero(reads.any(axis=1))
+    renumber = np.full(len(reads), -1, dtype=np.int64)
+    renumber[keep] = np.arange(len(keep))
+    return np.ascontiguousarray(reads[keep]), renumber[inverse] if G else np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
