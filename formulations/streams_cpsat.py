@@ -26,7 +26,8 @@ eligible} x[t, c]`` on the task's holder.
 
     minimize, lexicographically: sum_k e_k; the cost of the converged assignment and the way there
         sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c]
-        + sum_{c not eligible for t} movement_cost(t, c) x[t, c] (restorations and moves of waiting);
+        + sum_{c not eligible for t} movement_cost(t, c) x[t, c] (restorations and moves of waiting;
+        in learner mode also the round price, so that the fewest movements come before the cost);
         movements (each a round of waiting), then active tasks leaving their previous client;
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.

@@ -6,6 +6,8 @@ and :meth:`Checker.raise_if_any` raises one :class:`InvalidSnapshotError` with a
 
 from __future__ import annotations
 
+import math
+import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -35,6 +37,27 @@ def missing_rule(obj: dict, key: str) -> str:
 def is_int(value: Any) -> bool:
     """True for a JSON integer (``bool`` is not an integer here)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite ``float`` when it is a number (an int or a float, NumPy's too; not a bool), else None.
+
+    >>> [finite_number(v) for v in (2, 0.5, True, "1", float("nan"), 10**400)]
+    [2.0, 0.5, None, None, None, None]
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not _numpy_number(value):
+        return None
+    try:
+        out = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _numpy_number(value: Any) -> bool:
+    """A NumPy integer or float (numpy is loaded whenever such a value exists: no import here)."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, (np.integer, np.floating))
 
 
 class Checker:
@@ -115,6 +138,20 @@ class Checker:
             self.fail(_join(path, key), rule or _int_rule(minimum, allow_null, maximum))
             return default
         return value
+
+    def number(self, obj: dict, key: str, path: str, *, required: bool = True, minimum: float = 0.0,
+               strict: bool = False, default: float | None = None, allow_null: bool = False) -> float | None:
+        """A finite number ``>= minimum`` (``> minimum`` when ``strict``), as a ``float``; ``default`` when absent
+        (or null, where allowed) or wrong."""
+        value = self.get(obj, key, path, required=required)
+        if value is _MISSING or (allow_null and value is None):
+            return default
+        number = finite_number(value)
+        if number is None or number < minimum or (strict and number == minimum):
+            rule = f"must be a finite number {'>' if strict else '>='} {minimum:g}"
+            self.fail(_join(path, key), rule + (" or null" if allow_null else ""))
+            return default
+        return number
 
     def boolean(self, obj: dict, key: str, path: str, *, required: bool = True, default: bool | None = None):
         value = self.get(obj, key, path, required=required)

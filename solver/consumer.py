@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from ._arrays import in_sorted
-from ._check import INT32_MAX, Checker, built_by_reader, join, names, read_back, reading, same_type
+from ._check import INT32_MAX, Checker, built_by_reader, finite_number, join, names, read_back, reading, same_type
 from .errors import InvalidSnapshotError, Problem
+from .load import BALANCES, DEFAULT_LOAD_SLACK, read_rates, total_rate_problem
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -51,11 +52,21 @@ _EMPTY: Mapping = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Topic:
-    """A topic: its partition count and, optionally, the racks holding each partition's replicas."""
+    """A topic: its partition count and, optionally, the racks holding each partition's replicas and each
+    partition's rate (its load, for ``config.balance = "load"``).
+
+    ``rates`` is a read-only ``float64`` numpy array, one finite rate >= 0 per partition (a list, a tuple or
+    any numeric array is taken and checked: :func:`stickyflow.load.read_rates`); None when the topic carries
+    none. Two topics are equal when their names, counts, racks and rates are.
+
+    >>> Topic(name="t", partitions=2, rates=[5, 0.5]).rates.tolist()
+    [5.0, 0.5]
+    """
 
     name: str
     partitions: int
     racks: tuple[frozenset[str], ...] | None = None  # index = partition number
+    rates: np.ndarray | None = None  # index = partition number
 
     def __post_init__(self) -> None:
         racks = self.racks
@@ -63,6 +74,29 @@ class Topic:
             where = f'Topic(name={self.name!r}).racks'
             object.__setattr__(self, "racks", tuple(frozenset(names(r, f"{where}[{i}]"))
                                                     for i, r in enumerate(names(racks, where))))
+        rates = self.rates
+        if rates is not None:  # always checked and copied: the caller keeps its array (the reader sets its own)
+            arr, at, rule = read_rates(rates, self.partitions)
+            if arr is None:
+                raise InvalidSnapshotError(Problem(f"Topic(name={self.name!r}).rates{at}", rule))
+            object.__setattr__(self, "rates", arr)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Topic:
+            return NotImplemented
+        return (self.name == other.name and self.partitions == other.partitions and self.racks == other.racks
+                and (self.rates is other.rates or self.rates is not None and other.rates is not None
+                     and np.array_equal(self.rates, other.rates)))
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.partitions, self.racks))
+
+    def __reduce__(self):  # through the constructor: an unpickled array is writeable, the rates come back read-only
+        return _topic, (self.name, self.partitions, self.racks, self.rates)
+
+
+def _topic(name: str, partitions: int, racks: Any, rates: Any) -> Topic:
+    return Topic(name=name, partitions=partitions, racks=racks, rates=rates)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +109,7 @@ class Member:
     generation: int | None = None  # None: unknown (the wire format's -1)
     owned: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: _EMPTY)
     instance_id: str | None = None
+    capacity: float | None = None  # the load it can take (balance by load); None: the config's
 
     def __post_init__(self) -> None:
         if type(self.subscription) is not tuple:
@@ -96,6 +131,9 @@ class ConsumerConfig:
     rack_aware: bool | None = None  # None: decide from the data (true when members and partitions carry racks)
     traffic_cost: int = 10
     non_overlap_cost: int = 1
+    balance: str = "count"  # "count" (Kafka's: partition counts) or "load" (rates against capacities)
+    capacity: float | None = None  # every member's capacity unless it states its own; None: see stickyflow.load
+    load_slack: float = DEFAULT_LOAD_SLACK  # how far above the least possible peak a sticky answer may go
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -263,6 +301,33 @@ class ConsumerSnapshot:
             self._memo["has_readers"] = read
         return read
 
+    def cached(self, key: str, build):
+        """``build(self)``, once per snapshot (as :meth:`StreamsSnapshot.cached`): what the solvers and the checker
+        derive from a read-only snapshot is kept with it under ``key`` (prefixed with the name of the module that
+        computes it), and the value must be read-only.
+
+        >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": {}, "members": []})
+        >>> s.cached("doc.answer", lambda s: 42), s.cached("doc.answer", lambda s: 0)
+        (42, 42)
+        """
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        value = memo[key] = build(self)
+        return value
+
+    def subscription_topics(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each distinct subscription's existing topics (positions in ``topics``), end to end, and how many each
+        has, for the subscriptions of :meth:`subscription_groups` (read-only int64 arrays; once per snapshot).
+
+        >>> s = parse_consumer({"format": "stickyflow.snapshot/1", "kind": "consumer",
+        ...     "topics": {"x": {"partitions": 1}, "y": {"partitions": 1}},
+        ...     "members": [{"id": "a", "subscription": ["y", "x"]}, {"id": "b", "subscription": ["y", "z"]}]})
+        >>> [a.tolist() for a in s.subscription_topics()]
+        [[1, 0, 1], [2, 1]]
+        """
+        return self._group_topics()
+
     def _group_topics(self) -> tuple[np.ndarray, np.ndarray]:
         """Each distinct subscription's existing topics (positions in ``topics``), end to end, and how many
         each has (the groups of :meth:`subscription_groups`)."""
@@ -358,10 +423,10 @@ def _check_objects(snap: ConsumerSnapshot) -> None:
 
 # --------------------------------------------------------------------------- reading
 
-_CONFIG_KEYS = frozenset({"rack_aware", "traffic_cost", "non_overlap_cost"})
+_CONFIG_KEYS = frozenset({"rack_aware", "traffic_cost", "non_overlap_cost", "balance", "capacity", "load_slack"})
 _TOP_KEYS = frozenset({"format", "kind", "id", "now_ms", "protocol", "topics", "members", "config"})
-_TOPIC_KEYS = frozenset({"partitions", "racks"})
-_MEMBER_KEYS = frozenset({"id", "subscription", "rack", "generation", "owned", "instance_id"})
+_TOPIC_KEYS = frozenset({"partitions", "racks", "rates"})
+_MEMBER_KEYS = frozenset({"id", "subscription", "rack", "generation", "owned", "instance_id", "capacity"})
 
 
 def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> ConsumerSnapshot:
@@ -384,6 +449,7 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
         group, _, (_, _, klen) = subscriptions
         pairs = int(klen[group].sum())
     _check_limits(topics, members, chk, pairs)
+    _check_load(topics, members, config, chk, subscriptions)
     if own_checker:
         chk.raise_if_any()
     with reading():
@@ -400,6 +466,32 @@ def parse_consumer(doc: Mapping[str, Any], chk: Checker | None = None) -> Consum
         snap._memo["groups"] = (group, distinct)
         snap._memo["group_codes"] = coded
     return snap
+
+
+def _check_load(topics: Mapping[str, Topic], members: tuple[Member, ...], config: ConsumerConfig, chk: Checker,
+                subscriptions: Any) -> None:
+    """The rules that tie the load fields together: the rates of all topics sum to a finite number; with
+    ``"balance": "load"`` every topic that some member subscribes to carries rates; a member without a capacity
+    needs a default (``config.capacity``) when others state one."""
+    problem = total_rate_problem(topics.values())
+    if problem is not None:
+        chk.fail("topics", "the rates of all topics " + problem)
+    if config.balance == "load":
+        if subscriptions is not None:  # the bulk reader's distinct subscriptions
+            read = set(chain.from_iterable(subscriptions[1]))
+        else:
+            read = set(chain.from_iterable(m.subscription for m in members))
+        for name, t in topics.items():
+            if t.rates is None and name in read:
+                chk.fail(join("topics", name) + ".rates",
+                         f'is required: config.balance is "load" and members subscribe to {name!r}')
+                break
+    if config.capacity is None and not any(p.field.endswith(".capacity") for p in chk.problems):
+        stated = [m.capacity is not None for m in members]
+        if any(stated) and not all(stated):
+            i = stated.index(False)
+            chk.fail(f"members[{i}].capacity", "is required when other members state a capacity and "
+                                              "config.capacity is null (there is no default to take)")
 
 
 def _check_limits(topics: Mapping[str, Topic], members: tuple[Member, ...], chk: Checker,
@@ -464,8 +556,16 @@ def _parse_topics(doc: Mapping[str, Any], chk: Checker) -> Mapping[str, Topic]:
                         interned[key] = frozenset(key)
                     out.append(interned[key])
                 racks = tuple(out) if out is not None else None
+        rates = None
+        if "rates" in spec and n is not None:
+            rates, at, rule = read_rates(spec["rates"], n)
+            if rates is None:
+                chk.fail(f"{path}.rates{at}", rule)
+                continue  # left out: its rates are not missing, they are wrong
         if n is not None:
-            topics[name] = Topic(name=name, partitions=n, racks=racks)
+            topic = topics[name] = Topic(name=name, partitions=n, racks=racks)
+            if rates is not None:  # checked above, and the reader's own: not checked and copied again
+                object.__setattr__(topic, "rates", rates)
     return MappingProxyType(topics)
 
 
@@ -482,7 +582,7 @@ def _plain_topics(raw: dict) -> Mapping[str, Topic] | None:
     counts = list(map(operator.itemgetter("partitions"), specs))
     if not _all_of(counts, int) or min(counts) < 1 or max(counts) > INT32_MAX:
         return None
-    out = _filled(Topic, len(specs), name=names_, partitions=counts, racks=repeat(None))
+    out = _filled(Topic, len(specs), name=names_, partitions=counts, racks=repeat(None), rates=repeat(None))
     return MappingProxyType(dict(zip(names_, out)))
 
 
@@ -522,6 +622,7 @@ def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
         rack = chk.string(m, "rack", path, required=False, allow_null=True)
         gen = chk.integer(m, "generation", path, required=False, default=-1, maximum=INT32_MAX)
         instance_id = chk.string(m, "instance_id", path, required=False, allow_null=True)
+        capacity = chk.number(m, "capacity", path, required=False, strict=True, allow_null=True)
         owned_raw = chk.obj(m, "owned", path, required=False)
         owned: dict[str, tuple[int, ...]] = {}
         claims = _read_owned([owned_raw]) if owned_raw else None
@@ -548,6 +649,7 @@ def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
             generation=None if gen is None or gen < 0 else gen,
             owned=MappingProxyType(owned) if owned else _EMPTY,
             instance_id=instance_id,
+            capacity=capacity,
         ))
     return tuple(members)
 
@@ -558,9 +660,9 @@ def _filled(cls: type, n: int, **columns) -> list:
     checked and normalized, without an ``__init__`` per object (a frozen dataclass's costs five times as much,
     and at 1,000 members a constructor call each was a quarter of reading the group).
 
-    >>> t = _filled(Topic, 2, name=["a", "b"], partitions=[3, 1], racks=[None, None])
+    >>> t = _filled(Topic, 2, name=["a", "b"], partitions=[3, 1], racks=[None, None], rates=[None, None])
     >>> t[1]
-    Topic(name='b', partitions=1, racks=None)
+    Topic(name='b', partitions=1, racks=None, rates=None)
     """
     out = list(map(object.__new__, repeat(cls, n)))
     for name, values in columns.items():
@@ -709,13 +811,16 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     racks (lists) and generations (int64, -1 where unknown), which the snapshot keeps.
 
     Same rules as that reader: ids unique strings, subscriptions lists of strings (repeats dropped), racks and
-    instance ids strings or null, generations 32-bit integers (negative: unknown), owned partitions lists of
-    integers 0 to 2**31 - 1 per topic (of any integer type but bool: :func:`_partition_number`). Members with
-    the same subscription share one tuple.
+    instance ids strings or null, capacities finite numbers > 0 or null, generations 32-bit integers (negative:
+    unknown), owned partitions lists of integers 0 to 2**31 - 1 per topic (of any integer type but bool:
+    :func:`_partition_number`). Members with the same subscription share one tuple.
     """
     if not raw:
         return (), None, None, None
-    if not _all_of(raw, dict) or not set().union(*raw) <= _MEMBER_KEYS:
+    if not _all_of(raw, dict):
+        return None
+    keys = set().union(*raw)
+    if not keys <= _MEMBER_KEYS:
         return None
     get = dict.get
     ids = [get(m, "id") for m in raw]
@@ -734,6 +839,11 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     owned = [get(m, "owned") for m in raw]
     if not _all_of(owned, dict, type(None)):
         return None
+    capacities: Any = repeat(None)
+    if "capacity" in keys:
+        capacities = _capacities([get(m, "capacity") for m in raw])
+        if capacities is None:
+            return None
     claims = _read_owned(owned)
     if claims is None:
         return None
@@ -743,7 +853,8 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     group, distinct, _ = read
     low = min(gens)  # negative: unknown (None on the member, -1 in the snapshot's column, which is int64)
     out = _filled(Member, len(raw), id=ids, subscription=map(distinct.__getitem__, group.tolist()), rack=racks,
-                  generation=gens if low >= 0 else [None if g < 0 else g for g in gens], instance_id=instances)
+                  generation=gens if low >= 0 else [None if g < 0 else g for g in gens], instance_id=instances,
+                  capacity=capacities)
     at = list(compress(range(len(raw)), owned))  # the members with claims (a non-empty dict)
     set_owned = Member.__dict__["owned"].__set__
     views = _filled(_OwnedView, len(at), _claims=repeat(claims), _at=at, _map=repeat(None))
@@ -753,6 +864,19 @@ def _well_formed_members(raw: list) -> tuple[tuple[Member, ...], _FlatClaims | N
     generations = np.array(gens if low >= -1 else [max(g, -1) for g in gens], dtype=np.int64)
     generations.flags.writeable = False
     return tuple(out), claims, read, (ids, racks, generations)
+
+
+def _capacities(values: list) -> list[float | None] | None:
+    """Members' capacities (numbers or None) as floats, when each is a finite number > 0 or None; else None (the
+    member-by-member reader then names the culprit).
+
+    >>> _capacities([2, None, 0.5]), _capacities([0, 1])
+    ([2.0, None, 0.5], None)
+    """
+    out = [None if v is None else finite_number(v) for v in values]
+    if any(c is None and v is not None or c is not None and c <= 0 for c, v in zip(out, values)):
+        return None
+    return out
 
 
 def _read_subscriptions(subs: list[list]) -> tuple[np.ndarray, list[tuple[str, ...]], tuple] | None:
@@ -854,7 +978,11 @@ def _parse_config(doc: Mapping[str, Any], chk: Checker) -> ConsumerConfig:
     rack_aware = chk.boolean(raw, "rack_aware", "config", required=False)
     traffic = chk.integer(raw, "traffic_cost", "config", required=False, minimum=0, default=10)
     overlap = chk.integer(raw, "non_overlap_cost", "config", required=False, minimum=0, default=1)
-    return ConsumerConfig(rack_aware=rack_aware, traffic_cost=traffic, non_overlap_cost=overlap)
+    balance = chk.choice(raw, "balance", "config", BALANCES, default="count")
+    capacity = chk.number(raw, "capacity", "config", required=False, strict=True, allow_null=True)
+    slack = chk.number(raw, "load_slack", "config", required=False, default=DEFAULT_LOAD_SLACK)
+    return ConsumerConfig(rack_aware=rack_aware, traffic_cost=traffic, non_overlap_cost=overlap, balance=balance,
+                          capacity=capacity, load_slack=slack)
 
 
 # --------------------------------------------------------------------------- writing
@@ -866,6 +994,8 @@ def consumer_to_json(snap: ConsumerSnapshot) -> dict[str, Any]:
         spec: dict[str, Any] = {"partitions": t.partitions}
         if t.racks is not None:
             spec["racks"] = [sorted(r) for r in t.racks]
+        if t.rates is not None:
+            spec["rates"] = t.rates.tolist() if isinstance(t.rates, np.ndarray) else list(t.rates)
         topics[t.name] = spec
     members = []
     for m in snap.members:
@@ -878,6 +1008,8 @@ def consumer_to_json(snap: ConsumerSnapshot) -> dict[str, Any]:
             d["owned"] = {t: list(p) for t, p in m.owned.items()}
         if m.instance_id is not None:
             d["instance_id"] = m.instance_id
+        if m.capacity is not None:
+            d["capacity"] = m.capacity
         members.append(d)
     out: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "kind": "consumer"}
     if snap.id is not None:
@@ -891,6 +1023,12 @@ def consumer_to_json(snap: ConsumerSnapshot) -> dict[str, Any]:
     config: dict[str, Any] = {"traffic_cost": cfg.traffic_cost, "non_overlap_cost": cfg.non_overlap_cost}
     if cfg.rack_aware is not None:
         config["rack_aware"] = cfg.rack_aware
+    if cfg.balance != "count":
+        config["balance"] = cfg.balance
+    if cfg.capacity is not None:
+        config["capacity"] = cfg.capacity
+    if cfg.load_slack != DEFAULT_LOAD_SLACK:
+        config["load_slack"] = cfg.load_slack
     out["config"] = config
     return out
 

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .consumer import ConsumerSnapshot, PreviousOwners, _LazyMapping, _first_seen_ids, previous_owners
+from .load_check import load_metrics, loads_known
 from .result import Violation, _lists
 
 __all__ = [
@@ -434,6 +435,26 @@ def _rackset_ids(racks: tuple[frozenset[str], ...]) -> tuple[np.ndarray, list[fr
     return arr, list(ids)
 
 
+def _cross_rack(topic: Any, owner: np.ndarray, member_rack: np.ndarray, rack_index: dict[str, int]
+                ) -> np.ndarray | None:
+    """Per partition of ``topic``: is it given (``owner``, -1: nobody) to a member whose rack holds none of its
+    replicas (a boolean array); None when the topic or the members carry no racks (nothing is cross-rack).
+    A member without a rack, or a partition without replica racks, reads nothing across racks."""
+    if topic.racks is None or not rack_index:
+        return None
+    far = np.zeros(len(owner), dtype=bool)
+    assigned = owner >= 0
+    if assigned.any():
+        rs, sets = _rackset_ids(topic.racks)
+        table = np.zeros((len(sets), len(rack_index) + 1), dtype=bool)  # last column: member without rack
+        for s_id, s_ in enumerate(sets):
+            if s_:
+                for r, r_id in rack_index.items():
+                    table[s_id, r_id] = r not in s_
+        far[assigned] = table[rs[assigned], member_rack[owner[assigned]]]
+    return far
+
+
 def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
                      withheld: Mapping[str, np.ndarray] | None = None,
                      prev: PreviousOwners | None = None,
@@ -485,6 +506,9 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
     member_rack, rack_index = snap._rack_codes()
     moves = 0
     cross = 0
+    by_load = loads_known(snap)
+    owners: list[np.ndarray] = []  # every topic's new owners and cross-rack reads, for the load metrics
+    far_all: list[np.ndarray] = []
     for t, topic in snap.topics.items():
         P = topic.partitions
         entries = per_topic.get(t, [])
@@ -510,15 +534,12 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
                                             f"{nmiss} partition(s) of {t} are subscribed but unassigned, e.g. {t}-{int(np.flatnonzero(missing)[0])}"))
         old = prev.owner[t]
         moves += int(np.count_nonzero((old >= 0) & (new_owner != old)))
-        if rack_aware and topic.racks is not None and rack_index:
-            rs, sets = _rackset_ids(topic.racks)
-            table = np.zeros((len(sets), len(rack_index) + 1), dtype=bool)  # last column: member without rack
-            for s_id, s in enumerate(sets):
-                if s:
-                    for r, r_id in rack_index.items():
-                        table[s_id, r_id] = r not in s
-            assigned = new_owner >= 0
-            cross += int(np.count_nonzero(table[rs[assigned], member_rack[new_owner[assigned]]]))
+        far = _cross_rack(topic, new_owner, member_rack, rack_index) if rack_aware else None
+        if far is not None:
+            cross += int(np.count_nonzero(far))
+        if by_load:
+            owners.append(new_owner)
+            far_all.append(np.zeros(P, dtype=bool) if far is None else far)
     n = len(snap.members)
     metrics: dict[str, Any] = {
         "moves": moves,
@@ -530,6 +551,10 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
         "partitions": int(sum(snap.topics[t].partitions for t in snap.topics if subs[t])),
         "members": n,
     }
+    # (without known loads the metrics are null and read none of these; with no topic, the empty ``prev.all``)
+    new_all = np.concatenate(owners) if owners else prev.all
+    far_all = (np.concatenate(far_all) if far_all else np.zeros(0, dtype=bool)) if rack_aware else None
+    metrics.update(load_metrics(snap, new_all, prev.all, far_all))
     return violations, metrics
 
 
@@ -595,22 +620,20 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
             miss = np.flatnonzero(missing_all[offset:offset + int(sizes[j])])
             violations.append(Violation("PARTITION_UNASSIGNED",
                                         f"{len(miss)} partition(s) of {t} are subscribed but unassigned, e.g. {t}-{int(miss[0])}"))
-    for pos, (t, topic) in enumerate(snap.topics.items()):
+    far_all = np.zeros(len(new_all), dtype=bool) if rack_aware and loads_known(snap) else None
+    offset = 0
+    for t, topic in snap.topics.items():
+        start, offset = offset, offset + topic.partitions
         if not (rack_aware and topic.racks is not None and rack_index):
             continue
         new_owner = assignment.owners.get(t)
         if new_owner is None:
             continue
-        assigned = new_owner >= 0
-        got = new_owner[assigned]
-        if len(got):
-            rs, sets = _rackset_ids(topic.racks)
-            table = np.zeros((len(sets), len(rack_index) + 1), dtype=bool)  # last column: member without rack
-            for s_id, s_ in enumerate(sets):
-                if s_:
-                    for r, r_id in rack_index.items():
-                        table[s_id, r_id] = r not in s_
-            cross += int(np.count_nonzero(table[rs[assigned], member_rack[got]]))
+        far = _cross_rack(topic, new_owner, member_rack, rack_index)
+        if far is not None:
+            cross += int(np.count_nonzero(far))
+            if far_all is not None:
+                far_all[start:offset] = far
     # the dict path reports these per member, in member order, then topic order
     violations[:0] = [Violation("UNSUBSCRIBED_TOPIC", f"{ids[i]!r} is assigned {t} but does not subscribe to it")
                       for i, _, t in sorted(unsubscribed)]
@@ -624,6 +647,7 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
         "partitions": int(sizes[has_readers].sum()),
         "members": n,
     }
+    metrics.update(load_metrics(snap, new_all, old_all, far_all))
     return violations, metrics
 
 

@@ -2,7 +2,8 @@
 
 Built-in names: ``optimal`` (the optimizer; the default), ``sticky`` (Kafka's
 greedy sticky / high-availability algorithms), ``range`` and ``roundrobin``
-(consumer groups only). Register your own with :func:`register_assignor`:
+(consumer groups only), ``uniform`` and ``kip1071`` (Kafka 4's server-side
+assignors), ``lpt`` and ``lag-based`` (consumer groups, by load). Register your own with :func:`register_assignor`:
 
 >>> from stickyflow.result import Decision
 >>> def everything_to_first(snapshot, options):
@@ -147,6 +148,10 @@ def _builtin() -> None:
                       description="Kafka's RoundRobinAssignor")
     register_assignor("uniform", "stickyflow.uniform:assign_uniform", kinds=(c,),
                       description="Kafka 4's server-side UniformAssignor (KIP-848; group coordinator)")
+    register_assignor("lpt", "stickyflow.load_greedy:assign_lpt", kinds=(c,),
+                      description="largest rate first, to the least utilized subscriber after taking it (not sticky)")
+    register_assignor("lag-based", "stickyflow.load_greedy:assign_lag_based", kinds=(c,),
+                      description="grantneale's LagBasedPartitionAssignor with rates for lags (per topic; not sticky)")
     register_assignor("kip1071", "stickyflow.kip1071:assign_kip1071", kinds=(s,),
                       description="Kafka 4's server-side StickyTaskAssignor (KIP-1071; no warm-ups, reads no lags)")
 

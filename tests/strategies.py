@@ -12,7 +12,8 @@ over seeded instances). Both produce what real groups produce:
 * previous ownership from an earlier assignment, plus conflicting claims
   with small generations (so ties happen), unknown generations, and stale
   claims: deleted topics, partitions beyond the count, unsubscribed topics;
-* static members, both protocols, and varied costs (zeros included).
+* static members, both protocols, and varied costs (zeros included);
+* on request (``loads=True``), rates on every topic and capacities (balance by load).
 
 >>> from hypothesis import given
 >>> @given(consumer_snapshots(max_members=3))
@@ -59,6 +60,7 @@ class ConsumerShape:
     stale: bool = True
     protocol: str | None = None  # None: either
     vary_costs: bool = True
+    loads: bool = False  # rates on every topic (zeros and ties included), capacities, balance "load" or "count"
 
 
 class _Source:
@@ -162,7 +164,27 @@ def _generate(src: _Source, shape: ConsumerShape) -> dict[str, Any]:
         if src.chance(40):
             config["rack_aware"] = src.chance(50)
         doc["config"] = config
+    if shape.loads:
+        _add_loads(src, doc)
     return doc
+
+
+def _add_loads(src: _Source, doc: dict[str, Any]) -> None:
+    """Rates on every topic (a few hot, some zero), capacities (none, a default, or every member's own, some
+    with a default too), and ``"balance"`` "load" (mostly) or "count"."""
+    for spec in doc["topics"].values():
+        spec["rates"] = [src.choice((0, 1, 1, 2, 3, 5, 8, 40)) * (0.5 if src.chance(20) else 1)
+                         for _ in range(spec["partitions"])]
+    config = doc.setdefault("config", {})
+    config["balance"] = "count" if src.chance(25) else "load"
+    how = src.integer(0, 3)  # 0: no capacity anywhere; 1: a default; 2: every member's own; 3: some own, a default
+    if how in (1, 3):
+        config["capacity"] = src.choice((4, 10, 25, 0.5))
+    for m in doc["members"]:
+        if how == 2 or how == 3 and src.chance(50):
+            m["capacity"] = src.choice((4, 10, 25, 2.5))
+    if src.chance(30):
+        config["load_slack"] = src.choice((0, 0.05, 0.2, 1))
 
 
 # --------------------------------------------------------------------------- hypothesis
