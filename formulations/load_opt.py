@@ -33,6 +33,7 @@ import numpy as np
 
 from stickyflow.consumer_check import ArrayAssignment
 from stickyflow.errors import UnknownAssignorError
+from stickyflow.load_check import cheap_peak_bound
 from stickyflow.load_plan import aimed_plan
 from stickyflow.load_problem import LoadProblem, load_problem, measure, peak_limit, per_partition_best
 from stickyflow.registry import SolveOptions
@@ -76,7 +77,7 @@ def solve_load(snapshot: Any, options: SolveOptions | None = None) -> Decision:
     """
     t0 = time.perf_counter()
     problem, topics, offsets = load_problem(snapshot)
-    answer = optimize(problem, options)
+    answer = optimize(problem, options, lower=cheap_peak_bound(snapshot) or 0.0)
     m = measure(problem, answer.x) if problem.n_partitions and problem.active.any() else None
     extra = dict(answer.extra, peak_bound=answer.bound, build_and_solve_s=time.perf_counter() - t0)
     if m is not None:
@@ -92,8 +93,9 @@ def _below(frac: Fraction) -> float:
     return math.nextafter(f, -math.inf) if Fraction(f) > frac else f
 
 
-def optimize(problem: LoadProblem, options: SolveOptions | None = None) -> LoadAnswer:
-    """Solve ``problem`` by the rules (see the module's text).
+def optimize(problem: LoadProblem, options: SolveOptions | None = None, *, lower: float = 0.0) -> LoadAnswer:
+    """Solve ``problem`` by the rules (see the module's text); ``lower``: a proven lower bound on ``U*`` known
+    already (the checker's, for a snapshot).
 
     >>> p = LoadProblem.of(rates=[6.0, 3.0, 2.0, 1.0], topic=[0] * 4, reads=[[True]], member_class=[0, 0],
     ...                    capacity=[10.0, 10.0], owner=[0, 0, 0, 0], slack=0.2)
@@ -111,7 +113,7 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None) -> LoadA
     if N == 0 or not problem.active.any():
         x = np.full(N, -1, dtype=np.int64)
         return LoadAnswer(x=x, status="optimal", method="plan", bound=0.0, peak=0.0)
-    bound = peak_bound(problem)
+    bound = max(peak_bound(problem), lower)
     t_bound = time.perf_counter() - t0
     x = aimed_plan(problem, bound)
     t_plan = time.perf_counter() - t0 - t_bound

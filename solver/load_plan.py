@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .consumer_check import ArrayAssignment
+from .load_check import cheap_peak_bound
 from .load_problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem, measure, partition_bound,
                            peak_limit, readers_of, topic_classes)
 from .result import Decision
@@ -100,8 +101,6 @@ def fallback(snapshot: Any, options: Any = None) -> Decision:
     :func:`aimed_plan` on the cheap bounds that need no solver (the average, the largest rates, and the
     checker's per-class bound). Sticky like the optimizer, in numpy only; proves nothing (status
     ``"heuristic"``, which the front door reports as ``"fallback"``)."""
-    from .load_check import cheap_peak_bound
-
     problem, topics, offsets = load_problem(snapshot)
     active = problem.active
     bound = 0.0

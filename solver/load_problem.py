@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .consumer import previous_owners
+from .load import load_model
 
 __all__ = ["LoadProblem", "load_problem", "Measure", "measure", "peak_limit", "peak_limit_exact", "partition_bound",
            "per_partition_best", "topic_classes", "readers_of", "has_local_reader", "BOUND_MARGIN"]
@@ -144,8 +145,6 @@ def load_problem(snap: Any) -> tuple[LoadProblem, list[str], np.ndarray]:
     >>> p.rates.tolist(), p.owner.tolist(), p.reads.tolist(), p.member_class.tolist(), topics
     ([3.0, 1.0, 5.0], [-1, 0, -1], [[True, False], [True, True]], [0, 1], ['t', 'u'])
     """
-    from .load import load_model
-
     model = load_model(snap)
     read = snap.has_readers()
     names = list(snap.topics)
