@@ -303,7 +303,7 @@ def solve_load_cpsat(problem: LoadProblem, options: SolveOptions, *, hint: np.nd
     # ---- stage C: the least overload
     if problem.capacity_given and lim > 1:
         cap_units = [Fraction(float(c)) * two_k for c in caps.tolist()]
-        caps_exact = all(c.denominator == 1 for c in cap_units)
+        caps_exact = all(cap_units[m].denominator == 1 for m in active.tolist())
         if not caps_exact:
             proven = False
             notes.append("capacities are not exact multiples of the rate unit: the overload is rounded")

@@ -117,7 +117,8 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None, *, lower
     t_bound = time.perf_counter() - t0
     x = aimed_plan(problem, bound)
     t_plan = time.perf_counter() - t0 - t_bound
-    pairs = int(problem.reads[np.maximum(problem.member_class[problem.active], 0)][:, problem.topic].sum())
+    readers = problem.reads[problem.member_class[problem.active]].sum(axis=0)  # per topic
+    pairs = int(np.dot(np.bincount(problem.topic, minlength=len(readers)), readers))
     extra: dict[str, Any] = {"t_bound": round(t_bound, 4), "t_plan": round(t_plan, 4), "pairs": pairs}
     if method == "cpsat" or (method == "auto" and pairs <= CPSAT_PAIRS):
         out = solve_load_cpsat(problem, options, hint=x, lower=bound)

@@ -260,22 +260,20 @@ def _deal(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.nd
         return items[:0]
     r = problem.rates
     caps = problem.capacity[readers]
-    items = items[np.lexsort((items, -r[items]))]  # decreasing rate
+    items = np.sort(items)  # partition order (fill's slices are in it already: then a cheap pass)
     level = min(water_level(loads[readers], caps, float(r[items].sum())), target)
     spare = np.maximum(ceiling[readers] - np.maximum(level * caps, loads[readers]), 0.0)
-    large = float(spare.min())
-    n_large = int(np.count_nonzero(r[items] > large))
-    if n_large > _ROUNDS * len(readers):  # keep the rounds few: the largest ones only
-        n_large = _ROUNDS * len(readers)
-    if n_large:
-        _largest_first(problem, x, loads, ceiling, items[:n_large], readers, level)
+    large = items[r[items] > float(spare.min())]
+    if len(large):
+        if len(large) > _ROUNDS * len(readers):  # keep the rounds few: the largest ones only
+            large = large[np.argpartition(-r[large], _ROUNDS * len(readers) - 1)[:_ROUNDS * len(readers)]]
+        _largest_first(problem, x, loads, ceiling, large[np.lexsort((large, -r[large]))], readers, level)
         items = items[x[items] < 0]
         level = min(water_level(loads[readers], caps, float(r[items].sum())), target)
     room = np.clip(level * caps - loads[readers], 0.0, np.maximum(ceiling[readers] - loads[readers], 0.0))
     # the running-sum cut, in partition order (each reader gets a mix of rates, not a run of alike ones, so that
     # a later rebalance finds partitions of every size to release): an item goes to the room its start lies in,
     # if it ends there too; the rest (straddlers) go in rounds, largest first
-    items = np.sort(items)
     by_room = np.argsort(-room, kind="stable")
     rd, rm = readers[by_room], room[by_room]
     bounds = np.cumsum(rm)

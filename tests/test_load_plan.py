@@ -102,6 +102,19 @@ def test_fresh_group_is_balanced(seed):
     assert a.status == "optimal"  # nothing to move, nothing moved: rules 4 and 5 hold partition by partition
 
 
+def test_fractional_bound_with_capacity_levels(seed):
+    """With several capacities the relaxation is searched by bisection on certified cuts: the bound lies between
+    the average and any plan's peak."""
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        p = group(rng, int(rng.integers(20, 400)), int(rng.integers(2, 12)), profiles=int(rng.integers(1, 4)),
+                  caps=[1.0, 1.5, 4.0])
+        bound = fractional_bound(p)
+        plan = sticky_plan(p, peak_limit(p, peak_bound(p)), sticky=False)
+        average = p.rates.sum() / p.capacity[p.active].sum()
+        assert average * (1 - 1e-6) <= bound <= measure(p, plan).peak
+
+
 def test_same_answer_every_time(seed):
     rng = np.random.default_rng(seed)
     p = group(rng, 2000, 40, profiles=3, joined=4)
