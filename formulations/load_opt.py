@@ -1,7 +1,9 @@
 r"""The ``optimal`` assignor with ``"balance": "load"``: the rules of the spec's "Balance by load", in order.
 
-For a group whose allowed (partition, member) pairs number at most :data:`CPSAT_PAIRS`, CP-SAT proves every
-rule in turn (:mod:`.load_cpsat`). Above that, or with ``method="plan"``:
+First the bound and the plan below; where they prove every rule on their own, that is the answer. Else, for a
+group whose allowed (partition, member) pairs number at most :data:`CPSAT_PAIRS`, CP-SAT proves the rules in
+turn (:mod:`.load_cpsat`), started from the plan (which stays the answer where CP-SAT ends unproven with
+something worse by the rules). Above that size, or with ``method="plan"``, the plan is the answer:
 
 * the bound: the fractional relaxation solved as max flows, and the largest-rates bound
   (:func:`.load_flow.peak_bound`), a proven lower bound ``L`` on the least possible peak ``U*``;
@@ -17,8 +19,9 @@ and 5 when every partition sits where its own cost is least
 ``"optimal"`` only when all of them are proven, else ``"feasible"`` with the bound and the reason. The result's
 ``solver.objective`` is the peak ``U``, ``solver.bound`` the proven ``L``.
 
-``method``: ``None`` or ``"auto"`` (the above), ``"cpsat"`` (CP-SAT whatever the size), ``"plan"`` (never
-CP-SAT).
+``method``: ``None`` or ``"auto"`` (the above), ``"cpsat"`` (CP-SAT whatever the size, unless the plan is
+proven), ``"plan"`` (never CP-SAT). ``time_limit``: CP-SAT's deterministic seconds over all its stages
+(:data:`.load_cpsat.DEFAULT_TIME_LIMIT` when not given).
 """
 
 from __future__ import annotations
@@ -120,13 +123,27 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None, *, lower
     readers = problem.reads[problem.member_class[problem.active]].sum(axis=0)  # per topic
     pairs = int(np.dot(np.bincount(problem.topic, minlength=len(readers)), readers))
     extra: dict[str, Any] = {"t_bound": round(t_bound, 4), "t_plan": round(t_plan, 4), "pairs": pairs}
-    if method == "cpsat" or (method == "auto" and pairs <= CPSAT_PAIRS):
+    reasons = _unproven(problem, x, bound)
+    if reasons and (method == "cpsat" or (method == "auto" and pairs <= CPSAT_PAIRS)):
         out = solve_load_cpsat(problem, options, hint=x, lower=bound)
         extra.update(out.extra)
-        m = measure(problem, out.x)
         bound = max(bound, _below(out.bound))
-        return LoadAnswer(x=out.x, status="optimal" if out.proven else "feasible", method="cpsat", bound=bound,
-                          peak=m.peak, reason=out.reason, extra=extra)
+        if out.proven:
+            return LoadAnswer(x=out.x, status="optimal", method="cpsat", bound=bound,
+                              peak=measure(problem, out.x).peak, extra=extra)
+        # not proven: the plan may be (its own argument), or be better by the rules than what CP-SAT found
+        if _key(problem, out.x, bound) <= _key(problem, x, bound):
+            return LoadAnswer(x=out.x, status="feasible", method="cpsat", bound=bound,
+                              peak=measure(problem, out.x).peak, reason=out.reason, extra=extra)
+        extra["cpsat_reason"] = out.reason
+        reasons = _unproven(problem, x, bound)  # (with CP-SAT's bound)
+    return LoadAnswer(x=x, status="feasible" if reasons else "optimal", method="plan", bound=bound,
+                      peak=measure(problem, x).peak, reason="; ".join(reasons) or None, extra=extra)
+
+
+def _unproven(problem: LoadProblem, x: np.ndarray, bound: float) -> list[str]:
+    """What is not proven of the plan ``x`` without a model (see the module's text): an empty list when every
+    rule is."""
     m = measure(problem, x)
     reasons = []
     if m.peak * (1 - _FLOAT_SLACK) > peak_limit(problem, bound):
@@ -136,9 +153,15 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None, *, lower
         reasons.append("members above capacity: the least overload is not proven")
     if not per_partition_best(problem, x):
         reasons.append("partitions moved to balance: the least moved load is not proven at this size")
-    status = "feasible" if reasons else "optimal"
-    return LoadAnswer(x=x, status=status, method="plan", bound=bound, peak=m.peak,
-                      reason="; ".join(reasons) or None, extra=extra)
+    return reasons
+
+
+def _key(problem: LoadProblem, x: np.ndarray, bound: float) -> tuple:
+    """The rules' order as a key to compare two answers by: within rule 2's limit first, then the peak where
+    neither is, then overload, cost and moves."""
+    m = measure(problem, x)
+    within = m.peak * (1 - _FLOAT_SLACK) <= peak_limit(problem, bound)
+    return (not within, 0.0 if within else m.peak, m.overload, m.cost, m.moves)
 
 
 def _least_overload(problem: LoadProblem, x: np.ndarray) -> bool:
