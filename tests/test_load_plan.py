@@ -115,6 +115,26 @@ def test_fractional_bound_with_capacity_levels(seed):
         assert average * (1 - 1e-6) <= bound <= measure(p, plan).peak
 
 
+def test_racks(seed):
+    """Three racks, two replicas per partition, reading across racks ten times a move: a partition its owner reads
+    across racks goes to a reader on its racks where one has room, so the plan reads across racks far less
+    than the previous assignment did; its claims hold partition by partition."""
+    rng = np.random.default_rng(seed)
+    p = group(rng, 3000, 30, joined=3, slack=0.05)
+    sets = [frozenset(), frozenset({0, 1}), frozenset({1, 2}), frozenset({0, 2})]
+    cross = np.array([[bool(s) and r not in s for r in range(3)] + [False] for s in sets])
+    p = LoadProblem.of(rates=p.rates, topic=p.topic, reads=p.reads, member_class=p.member_class,
+                       capacity=p.capacity, owner=p.owner, slack=0.05, capacity_given=False, noc=1, tc=10,
+                       rackset=rng.integers(1, 4, p.n_partitions), member_rack=np.arange(p.n_members) % 3,
+                       cross=cross)
+    a = optimize(p, SolveOptions(method="plan"))
+    assert _valid(p, a.x)
+    assert measure(p, a.x).peak <= peak_limit(p, a.bound) * (1 + 1e-12)
+    before = p.rates[p.far(np.arange(p.n_partitions), p.owner)].sum()
+    assert measure(p, a.x).cross_load < 0.2 * before
+    assert (a.status == "optimal") == per_partition_best(p, a.x)
+
+
 def test_same_answer_every_time(seed):
     rng = np.random.default_rng(seed)
     p = group(rng, 2000, 40, profiles=3, joined=4)
