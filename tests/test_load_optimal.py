@@ -15,7 +15,7 @@ from stickyflow.datasets.rates import with_rates
 from stickyflow.load_check import cheap_peak_bound
 from tests.checker import check_result
 
-HOT = Path(__file__).resolve().parent.parent.parent / "shared" / "examples" / "consumer-load-hot-partition.json"
+HOT = Path(__file__).resolve().parent.parent / "examples" / "consumer-load-hot-partition.json"
 
 
 def hot_example(**config) -> dict:
@@ -24,7 +24,6 @@ def hot_example(**config) -> dict:
     return doc
 
 
-@pytest.mark.skipif(not HOT.exists(), reason="the shared example is not here")
 def test_hot_partition_example():
     """The 120 partition alone on c1 is the least peak (1.2), and least overload (20) keeps c1 at exactly 120: c1
     gives up its 5 and both orders (25 of load, 3 moves), though the slack would have let it keep the 5."""
@@ -39,7 +38,6 @@ def test_hot_partition_example():
     assert r.solver.objective == 1.2 and r.solver.bound == 1.2
 
 
-@pytest.mark.skipif(not HOT.exists(), reason="the shared example is not here")
 def test_cooperative_target_rounds_and_revocations():
     """The load decision is the target; this round withholds what leaves c1, which c1 revokes (KIP-429)."""
     eager = stickyflow.assign(hot_example())
@@ -77,7 +75,6 @@ def test_fallback_is_load_aware(monkeypatch):
     assert stickyflow.assign(snap, "sticky").metrics["peak_utilization"] == 43.0
 
 
-@pytest.mark.skipif(not HOT.exists(), reason="the shared example is not here")
 def test_count_balance_is_untouched():
     """``"balance": "count"`` with rates: the count flow, as before; the load metrics only measure it."""
     doc = hot_example(balance="count")
