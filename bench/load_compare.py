@@ -24,14 +24,14 @@ with the date and the machine's load (``uptime``).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load_scale import machine_load, write_results  # noqa: E402  (a sibling script)
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ("hot-partitions", "skewed-topics", "rate-drift")
@@ -85,13 +85,6 @@ def run(partitions: int, members: int, suite: str, seed: int) -> list[dict]:
     return rows
 
 
-def machine_load() -> str:
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def _fmt_time(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
 
@@ -108,7 +101,6 @@ def main(argv: list[str] | None = None) -> int:
         for suite in SUITES:
             for seed in SEEDS:
                 rows += run(partitions, members, suite, seed)
-    after = machine_load()
     table = ["| suite | size | " + " | ".join(ASSIGNORS) + " |", "|---|---|" + "---|" * len(ASSIGNORS)]
     for partitions, members in sizes:
         for suite in SUITES:
@@ -121,13 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"{_fmt_time(float(np.median([r['wall_s'] for r in mine])))}")
             table.append(f"| {suite} | {partitions:,} x {members} | " + " | ".join(cells) + " |")
     print("\n".join(table))
-    print(f"load before: {before}\nload after:  {after}")
-    out = {"benchmark": "load_compare", "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "python": sys.version.split()[0],
-           "cpus": os.cpu_count(), "uptime_before": before, "uptime_after": after,
-           "command": "bench/load_compare.py" + (" --quick" if a.quick else ""), "runs": rows, "table": table}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(out, indent=1))
-    print(f"wrote {a.out}")
+    write_results(a.out, "load_compare", "bench/load_compare.py" + (" --quick" if a.quick else ""), before, runs=rows,
+                  table=table)
     return 0
 
 

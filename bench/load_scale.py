@@ -221,15 +221,21 @@ def main(argv: list[str] | None = None) -> int:
         verdicts.append(v)
         print(f"{case}: " + ", ".join(f"{k} {'met' if val is True else 'MISSED' if val is False else val}"
                                       for k, val in v.items() if k != "case"))
+    write_results(a.out, "load_scale", "bench/load_scale.py" + (" --quick" if a.quick else ""), before,
+                  seed=a.seed, runs=rows, verdicts=verdicts)
+    return 0
+
+
+def write_results(path: str, name: str, command: str, before: str, **fields) -> None:
+    """Print the machine's load before and now, and write the benchmark's JSON with the date, the command and
+    both loads (every figure goes with how busy the machine was)."""
     after = machine_load()
     print(f"load before: {before}\nload after:  {after}")
-    out = {"benchmark": "load_scale", "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "python": sys.version.split()[0],
-           "cpus": os.cpu_count(), "seed": a.seed, "uptime_before": before, "uptime_after": after,
-           "command": "bench/load_scale.py" + (" --quick" if a.quick else ""), "runs": rows, "verdicts": verdicts}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(out, indent=1))
-    print(f"wrote {a.out}")
-    return 0
+    out = {"benchmark": name, "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "python": sys.version.split()[0],
+           "cpus": os.cpu_count(), "uptime_before": before, "uptime_after": after, "command": command, **fields}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -190,29 +190,35 @@ def solve_load_cpsat(problem: LoadProblem, options: SolveOptions, *, hint: np.nd
 
     # ---- stage A: the least peak
     bound = Fraction(lower) if lower > 0 else Fraction(0)
-    equal = len(active) > 0 and bool(np.all(caps[active] == caps[active[0]]))
-    if equal:
-        a = np.broadcast_to(q_lo[:, None], (N, M))
-        denom = two_k * Fraction(float(caps[active[0]]))
-    else:
-        f_bits = math.floor(_ROUND_BITS - math.log2(max(float(q_lo.max()) / float(caps[active].min()), 1.0)))
-        F = 2.0 ** f_bits
-        a = np.floor(q_lo[:, None] * F / caps[None, :] * (1 - 1e-15)).astype(np.int64)  # floor, never above
-        denom = two_k * Fraction(F)
-    z = cm.new_int_var(0, int(max(1, a[pp, pm].sum())) if len(pp) else 1, "peak")
-    for m in active.tolist():
-        idx = member_pairs[m]
-        cm.add(expr(idx, a[pp[idx], m]) <= z)
-    cm.minimize(z)
-    status, values = run("peak")
-    if values is not None:
-        cand = owners(values)
-        best = cand if best is None or _exact_peak(problem, _exact_loads(problem, cand, k, q_hi, exact)) < \
-            _exact_peak(problem, _exact_loads(problem, best, k, q_hi, exact)) else best
-    if status in ("OPTIMAL", "FEASIBLE"):
-        zb = math.ceil(solver.best_objective_bound - 1e-6) if status == "FEASIBLE" else \
-            int(round(solver.objective_value))
-        bound = max(bound, Fraction(max(zb, 0)) / denom)
+    # with rounded rates nothing is claimed beyond rule 2, which the plan proves by itself when it is within the
+    # bound's limit: the least-peak stages are skipped then, and their time left to the cost
+    skip = not exact and best is not None and \
+        _exact_peak(problem, _exact_loads(problem, best, k, q_hi, exact)) <= peak_limit_exact(problem, bound)
+    status = "SKIPPED"
+    if not skip:
+        equal = len(active) > 0 and bool(np.all(caps[active] == caps[active[0]]))
+        if equal:
+            a = np.broadcast_to(q_lo[:, None], (N, M))
+            denom = two_k * Fraction(float(caps[active[0]]))
+        else:
+            f_bits = math.floor(_ROUND_BITS - math.log2(max(float(q_lo.max()) / float(caps[active].min()), 1.0)))
+            F = 2.0 ** f_bits
+            a = np.floor(q_lo[:, None] * F / caps[None, :] * (1 - 1e-15)).astype(np.int64)  # floor, never above
+            denom = two_k * Fraction(F)
+        z = cm.new_int_var(0, int(max(1, a[pp, pm].sum())) if len(pp) else 1, "peak")
+        for m in active.tolist():
+            idx = member_pairs[m]
+            cm.add(expr(idx, a[pp[idx], m]) <= z)
+        cm.minimize(z)
+        status, values = run("peak")
+        if values is not None:
+            cand = owners(values)
+            best = cand if best is None or _exact_peak(problem, _exact_loads(problem, cand, k, q_hi, exact)) < \
+                _exact_peak(problem, _exact_loads(problem, best, k, q_hi, exact)) else best
+        if status in ("OPTIMAL", "FEASIBLE"):
+            zb = math.ceil(solver.best_objective_bound - 1e-6) if status == "FEASIBLE" else \
+                int(round(solver.objective_value))
+            bound = max(bound, Fraction(max(zb, 0)) / denom)
     if best is None:
         return CpsatOutcome(x=np.full(N, -1, dtype=np.int64), bound=bound, pinned=False, proven=False,
                             reason=f"CP-SAT found no assignment ({status})", extra={"cpsat_stages": stages})

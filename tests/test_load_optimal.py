@@ -116,3 +116,16 @@ def test_same_answer_every_time(seed):
     first, again = stickyflow.assign(snap, time_limit=0.25), stickyflow.assign(snap, time_limit=0.25)
     assert first.to_json()["assignment"] == again.to_json()["assignment"]
     assert first.solver.status == again.solver.status
+
+
+def test_bench_side_by_side_smoke():
+    """bench/load_compare.py's suites at its smaller size: every assignor's peak at or above the best proven
+    bound, and optimal's within the slack of it (the script's own figures come from the same code)."""
+    from tests.conftest import bench_module
+
+    compare = bench_module("load_compare")
+    for suite in compare.SUITES:
+        rows = compare.run(*compare.SIZES[0], suite, 1)
+        assert {r["assignor"] for r in rows} == set(compare.ASSIGNORS)
+        assert all(r["over_bound"] >= 1 - 1e-9 for r in rows)
+        assert next(r for r in rows if r["assignor"] == "optimal")["over_bound"] <= 1.05 + 1e-9
