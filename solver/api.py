@@ -37,7 +37,7 @@ from .consumer_check import (AnswerView, ArrayAssignment, _gc_paused, as_array_a
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
 from .registry import SolveOptions, get_assignor
-from .result import AssignmentResult, Decision, Finished, ReadOnlyDict, SolverInfo
+from .result import AssignmentResult, Decision, Finished, ReadOnlyDict, SolverInfo, Violation
 from .snapshot import as_snapshot
 
 __all__ = ["assign", "finish_consumer", "FALLBACK_ASSIGNOR"]
@@ -177,9 +177,9 @@ def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
     target = AnswerView(arrays) if arrays is not None else normalize_consumer_assignment(snap, decision.assignment)
     checked = arrays if arrays is not None else target
     violations, metrics = inspect_consumer(snap, checked, prev=prev)
-    proven = decision.extra.get("peak_bound")
-    if proven is not None and metrics.get("peak_bound") is not None and proven > metrics["peak_bound"]:
-        metrics["peak_bound"] = proven  # the optimizer's bound, where it proved more than the checker's
+    proven = decision.extra.get("peak_bound") if decision.extra else None
+    if proven is not None and metrics.get("peak_bound") is not None:
+        violations = violations + _peak_bound(metrics, proven)
     assignment: Mapping[str, Any] = target
     revocations: Mapping[str, Any] = {}
     followup = None
@@ -195,6 +195,25 @@ def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
         followup = snap.now_ms if step.revoking else None
     return Finished(assignment=assignment, target=target, revocations=revocations,
                     followup_rebalance_deadline_ms=followup, violations=tuple(violations), metrics=metrics)
+
+
+def _peak_bound(metrics: dict[str, Any], proven: Any) -> list:
+    """Keep the larger of the checker's ``peak_bound`` and the one an assignor proved (``Decision.extra
+    ["peak_bound"]``); a claimed bound above the peak this very answer reaches is no bound: a violation (so an
+    optimizer that claims it falls back, with the reason).
+
+    >>> m = {"peak_utilization": 1.5, "peak_bound": 1.2}
+    >>> _peak_bound(m, 1.4), m["peak_bound"]
+    ([], 1.4)
+    >>> [v.code for v in _peak_bound(m, 1.6)], m["peak_bound"]
+    (['PEAK_BOUND_ABOVE_PEAK'], 1.4)
+    """
+    value = float(proven)
+    if not value <= metrics["peak_utilization"] * (1 + 1e-9):  # NaN too
+        return [Violation("PEAK_BOUND_ABOVE_PEAK", f"the claimed peak_bound {proven!r} is above the peak "
+                                                   f"{metrics['peak_utilization']!r} of the answer itself")]
+    metrics["peak_bound"] = max(metrics["peak_bound"], value)
+    return []
 
 
 def _finisher(kind: str, spec: Any = None):
