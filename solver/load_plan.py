@@ -45,7 +45,7 @@ from .result import Decision
 __all__ = ["sticky_plan", "aimed_plan", "fallback", "release", "fill", "give_back", "water_level"]
 
 _TOL = 1e-12  # relative: a member counts as above its limit only beyond it by more than float noise
-_ROUNDS = 64  # rounds of placing straddling partitions, and of repairs
+_ROUNDS = 64  # rounds of dealing large or straddling partitions, at most (each a few numpy steps)
 
 
 def sticky_plan(problem: LoadProblem, target: float, *, sticky: bool = True, repairs: int = 8) -> np.ndarray:
