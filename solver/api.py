@@ -5,7 +5,9 @@ named assignor, checks its answer, applies the cooperative protocol, measures
 the result and returns an :class:`AssignmentResult`. If an optimizing assignor
 is missing, times out without a solution, proves the problem infeasible,
 crashes, or returns something invalid, the greedy ``sticky`` assignor stands in
-and ``result.solver.status == "fallback"`` with the reason. A result that did
+(for a consumer group balanced by load, the sticky load greedy of
+:mod:`stickyflow.load_plan`) and ``result.solver.status == "fallback"`` with the
+reason. A result that did
 not pass the validity check is never returned; for a custom streams assignor
 (KIP-924) that check is KIP-924's own validation, and the high-availability
 rules it breaks are listed in ``metrics["broken_rules"]``.
@@ -110,13 +112,14 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
             reason = f"the {decision.method} solution was invalid ({problem})"
             decision = finished = None
     if decision is None:
+        stand_in, name = _fallback(snap)
         try:
-            decision = get_assignor(FALLBACK_ASSIGNOR, snap.kind).load()(snap, options)
+            decision = stand_in(snap, options)
         except (InvalidSnapshotError, UnknownAssignorError):
             raise
         except Exception as exc:  # both failed: say so, with both reasons, as the one typed error
             raise SolverFaultError(f"assignor {assignor!r} failed ({reason}) and so did the fallback "
-                                   f"{FALLBACK_ASSIGNOR!r}: {_describe(exc)}") from exc
+                                   f"{name}: {_describe(exc)}") from exc
         decision = Decision(assignment=decision.assignment, method=decision.method, status="fallback",
                             objective=decision.objective, bound=None, reason=reason,
                             followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms,
@@ -142,6 +145,18 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
         protocol=getattr(snap, "protocol", None),
         warnings=getattr(snap, "warnings", ()),
     )
+
+
+def _fallback(snap: Any):
+    """What stands in for a failed optimizer, and its name: the greedy ``sticky`` assignor, or for a consumer
+    group balanced by load the sticky load greedy (:func:`stickyflow.load_plan.fallback`: keeps what the previous
+    owners can keep under the slack of a cheap bound, deals the rest by load), since ``sticky`` would balance
+    counts and could leave a member far above its capacity."""
+    if snap.kind == "consumer" and snap.config.balance == "load":
+        from .load_plan import fallback
+
+        return fallback, "the sticky load greedy"
+    return get_assignor(FALLBACK_ASSIGNOR, snap.kind).load(), repr(FALLBACK_ASSIGNOR)
 
 
 def _read_only(mapping: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
