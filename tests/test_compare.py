@@ -149,14 +149,8 @@ def test_churn_suite_has_kip341_conflicts():
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
 @pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
-def test_spark_gives_the_local_tables(tmp_path):
+def test_spark_gives_the_local_tables(spark, tmp_path):
     """Snapshots made and solved inside Spark tasks, tables aggregated by Spark: the same as in one process."""
-    pytest.importorskip("pyspark")
-    from stickyflow.adapters.spark import spark_session
-
-    spark = spark_session("local[2]", app_name="stickyflow-tests",
-                          conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g",
-                                "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"})
     args = dict(count=3, pareto_count=0)
     compare("suite:rolling", "optimal,sticky", tmp_path / "spark", engine="spark", spark=spark, **args)
     compare("suite:rolling", "optimal,sticky", tmp_path / "local", engine="local", **args)
