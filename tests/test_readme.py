@@ -37,7 +37,8 @@ def test_readme_commands_are_real_commands():
     import subprocess
     import sys
 
-    used = sorted(set(re.findall(r"^stickyflow ([a-z]+)", README, flags=re.M)))
+    blocks = "\n".join(re.findall(r"```sh\n(.*?)```", README, flags=re.S))
+    used = sorted(set(re.findall(r"^stickyflow ([a-z]+)", blocks, flags=re.M)))
     assert len(used) >= 8
     out = subprocess.run([sys.executable, "-m", "stickyflow", "--help"], capture_output=True, text=True,
                          check=True).stdout
