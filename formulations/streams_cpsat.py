@@ -65,8 +65,8 @@ from stickyflow.registry import SolveOptions
 from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, count_excess, decision_plan, in_sorted,
                              movements, plan_decision, plan_standbys, round_standbys, target_cost)
 
-__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD", "WALL_GUARD_S",
-           "DETERMINISTIC_WORKERS"]
+__all__ = ["solve_cpsat", "cp_model_module", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD",
+           "WALL_GUARD_S", "DETERMINISTIC_WORKERS"]
 
 FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
 DEFAULT_TIME_LIMIT = 10.0
@@ -96,6 +96,12 @@ DETERMINISTIC_WORKERS = 1
 #: 33 s; at 400 x 40 its presolve used up the first stage's time (nothing found, 5 s); at 1,000 x 100 it
 #: returned the start after 16 to 21 s, and at 10,000 x 1,000 found nothing after 14 s.
 START_ONLY_PAIRS = 3_000
+
+
+def cp_model_module():
+    """OR-Tools' ``cp_model`` for every CP-SAT formulation, imported as :func:`_import_cp_model` says (typed error
+    when OR-Tools is missing)."""
+    return _cp()
 
 
 def _cp():
