@@ -225,7 +225,7 @@ def random_consumer_snapshot(seed: int | random.Random, shape: ConsumerShape | N
 def with_and_without(doc: dict[str, Any], monkeypatch, switch: str):
     """``optimal`` on ``doc`` as shipped, then with the consumer flow's shortcut ``switch`` (a module flag such
     as ``"_FAST_PATH"``) turned off: the pair of results a shortcut is held against."""
-    from stickyflow.formulations import consumer_flow
+    from stickyflow.formulations.consumer import flow as consumer_flow
 
     shipped = stickyflow.assign(doc)
     with monkeypatch.context() as mp:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
-from stickyflow.formulations import consumer_flow
+from stickyflow.formulations.consumer import flow as consumer_flow
 from strategies import random_consumer_doc, with_and_without
 
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stickyflow
-from stickyflow.formulations import consumer_flow
+from stickyflow.formulations.consumer import flow as consumer_flow
 from stickyflow.registry import SolveOptions
 from checker import check_result
 from strategies import random_consumer_doc, with_and_without

@@ -147,7 +147,7 @@ def test_invalid_custom_assignor_is_a_solver_fault():
 
 @pytest.mark.parametrize("fault", ["missing", "crash", "invalid"])
 def test_optimizer_faults_fall_back_to_sticky(monkeypatch, fault):
-    import stickyflow.formulations.consumer_flow as cf
+    import stickyflow.formulations.consumer.flow as cf
     from stickyflow.errors import BackendMissingError
 
     def missing(*a, **k):

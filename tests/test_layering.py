@@ -27,8 +27,7 @@ def _imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: resolve against the package
-                pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
-                       "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
+                pkg = _package(path)
                 parts = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
                 base = ".".join(parts + ([base] if base else []))
             found.append((base, node.lineno))
@@ -36,14 +35,25 @@ def _imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
 
 
 def _files(folder: str) -> list[Path]:
-    return sorted((ROOT / folder).glob("*.py"))
+    """The folder's modules, its subpackages' included."""
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+_ROOTS = {"solver": "stickyflow", "formulations": "stickyflow.formulations", "adapters": "stickyflow.adapters",
+          "datasets": "stickyflow.datasets"}
+
+
+def _package(path: Path) -> str:
+    """The dotted package a module file lies in (``formulations/streams/flow.py``: stickyflow.formulations.streams)."""
+    top, *sub = path.parent.relative_to(ROOT).parts
+    return ".".join([_ROOTS[top], *sub])
 
 
 # ``python -m stickyflow`` is a launcher for the command line, not part of the library: it alone may reach up
 _LAUNCHERS = ("__main__.py",)
 
 
-@pytest.mark.parametrize("path", [p for p in _files("solver") if p.name not in _LAUNCHERS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in _files("solver") if p.name not in _LAUNCHERS], ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_never_imports_upper_layers(path):
     for name, line in _imports(path, top_level_only=False):
         assert not name.startswith(("stickyflow.formulations", "stickyflow.adapters", "stickyflow.datasets")), \
@@ -52,13 +62,13 @@ def test_core_never_imports_upper_layers(path):
             f"{path.name}:{line} imports {name}"
 
 
-@pytest.mark.parametrize("path", _files("solver"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _files("solver"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_imports_nothing_heavy_at_import_time(path):
     for name, line in _imports(path, top_level_only=True):
         assert name.split(".")[0] not in HEAVY, f"{path.name}:{line} imports {name} at import time"
 
 
-@pytest.mark.parametrize("path", _files("formulations") + _files("datasets"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _files("formulations") + _files("datasets"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_formulations_and_datasets_never_import_adapters(path):
     for name, line in _imports(path, top_level_only=False):
         assert not name.startswith("stickyflow.adapters"), f"{path}:{line} imports {name}"
@@ -72,8 +82,7 @@ def test_import_stickyflow_stays_light():
 
 
 def _module_name(path: Path) -> str:
-    pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
-           "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
+    pkg = _package(path)
     return pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"
 
 
@@ -94,8 +103,8 @@ def _import_graph(folders=("solver", "formulations")) -> dict[str, set[str]]:
 
 
 @pytest.mark.parametrize("pair", [("stickyflow.streams_ha", "stickyflow.streams_learner"),
-                                  ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_flow"),
-                                  ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_cpsat")])
+                                  ("stickyflow.formulations.streams.opt", "stickyflow.formulations.streams.flow"),
+                                  ("stickyflow.formulations.streams.opt", "stickyflow.formulations.streams.cpsat")])
 def test_no_import_circle_between(pair):
     """Issue 18's two circles stay untied: neither module reaches the other and back, deferred imports included."""
     graph = _import_graph()
@@ -149,7 +158,7 @@ def test_cp_model_without_pandas_keeps_its_pandas_helpers():
     series."""
     code = """
 import sys
-from stickyflow.formulations.streams_cpsat import _import_cp_model
+from stickyflow.formulations.streams.cpsat import _import_cp_model
 cp_model = _import_cp_model()
 assert "pandas" not in sys.modules, "pandas was imported"
 import pandas as pd

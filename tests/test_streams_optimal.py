@@ -14,9 +14,9 @@ import pytest
 import stickyflow
 from stickyflow.datasets.generators import streams_snapshot
 from stickyflow.datasets.simulator import Scenario, simulate
-from stickyflow.formulations import streams_flow
-from stickyflow.formulations.streams_common import converged_standbys
-from stickyflow.formulations.streams_opt import build_model, movements, solve_streams
+from stickyflow.formulations.streams import flow as streams_flow
+from stickyflow.formulations.streams.model import converged_standbys
+from stickyflow.formulations.streams.opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
 from stickyflow.streams_check import balance_excess, streams_metrics
 
@@ -416,7 +416,7 @@ def test_replica_repair_balances_movements_across_two_zones(monkeypatch):
     the first target leaves unbalanced in replicas (eight of the twenty on 2026-11-27), never unbalances one,
     and its values, bounds like the other prices', never exceed what a balanced plan costs. CP-SAT, on the
     first repaired one, finds nothing below the flow's bound."""
-    from stickyflow.formulations import streams_flow
+    from stickyflow.formulations.streams import flow as streams_flow
 
     def solve_all():
         out = {}
@@ -454,7 +454,7 @@ def test_finer_replica_prices_find_plans_the_first_prices_miss(monkeypatch):
     the bound where the floors' and the 0/1 prices' targets do not (five of the forty on 2026-11-27, since the
     0/1 prices, from spread counts, prove the bound themselves). CP-SAT, on the first two of those, finds
     nothing cheaper."""
-    from stickyflow.formulations import streams_flow
+    from stickyflow.formulations.streams import flow as streams_flow
 
     def solve_all():
         out = {}
@@ -896,7 +896,7 @@ def test_tag_repair_makes_the_flow_hint_valid():
     """Two standbys spread over a zone tag (``bench/streams_vs_greedy.py``'s ``lag_skew`` t33-c4): the flow
     relaxes the tags and its plan breaks the spread; repaired (one of the hints CP-SAT may start from), it
     keeps the flow's targets and what runs, moves standbys only, and is valid by every rule."""
-    from stickyflow.formulations.streams_cpsat import _relaxed, _tag_repaired, _valid_hint
+    from stickyflow.formulations.streams.cpsat import _relaxed, _tag_repaired, _valid_hint
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
                                                        threads=[1, 2]))
@@ -933,8 +933,8 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
     far from **Balanced**, then cheaper: here the repaired flow plan, balanced in every count (its standbys
     moved for the tags, then evened out) and cheaper than the greedy's answer. Its answer stays balanced and
     is cheaper than the greedy's."""
-    from stickyflow.formulations.streams_common import decision_plan
-    from stickyflow.formulations.streams_cpsat import _relaxed, _start_key, _tag_repaired, _valid_start
+    from stickyflow.formulations.streams.model import decision_plan
+    from stickyflow.formulations.streams.cpsat import _relaxed, _start_key, _tag_repaired, _valid_start
     from stickyflow.registry import get_assignor
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("fresh", 108, 9, 402327, 1, 0.5, "balance_subtopology", 2))
@@ -956,7 +956,7 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
 def test_two_standby_tags_start_from_the_greedy_when_the_repair_fails(monkeypatch):
     """The same ``lag_skew`` t33-c4 snapshot, with the tag repair made to fail (it returns the flow's plan as
     it was): the greedy's answer, valid by every rule, is the start, under the greedy's method name."""
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat as sc
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
                                                        threads=[1, 2]))
@@ -973,7 +973,7 @@ def test_two_standby_tags_above_the_start_only_size_answer_with_the_start(monkey
     not asked for by name, did not improve on its valid start within the default time in any measured run
     (200 x 20 to 10,000 x 1,000: the start back after 16 to 33 s, or nothing found), so the start is the
     answer and CP-SAT does not run. Asked for by name, or given a time limit that lifts the size, it runs."""
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat as sc
 
     class Ran(Exception):
         pass
@@ -1009,7 +1009,7 @@ def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario
     feasible (before ``_converged_spread``, these three were infeasible)."""
     from ortools.sat.python import cp_model
 
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat as sc
 
     doc = streams_snapshot(scenario, tasks=tasks, clients=clients, subtopologies=subtopologies, seed=seed, racks=3,
                            num_standby_replicas=2, stateful_fraction=0.5,

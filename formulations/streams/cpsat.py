@@ -1,4 +1,4 @@
-r"""The streams model of :mod:`.streams_common` in CP-SAT, exactly, for what a flow cannot say.
+r"""The streams model of :mod:`.model` in CP-SAT, exactly, for what a flow cannot say.
 
 Variables (over candidate (task, client) pairs: all of them on small
 instances; eligible, held, local-state and the flow's own pairs plus a few
@@ -62,7 +62,7 @@ from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFault
                                TimeLimitError)
 from stickyflow.registry import SolveOptions
 
-from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, count_excess, decision_plan, in_sorted,
+from .model import (StreamsModel, StreamsPlan, choose_warmups, count_excess, decision_plan, in_sorted,
                              movements, plan_decision, plan_standbys, round_standbys, target_cost)
 
 __all__ = ["solve_cpsat", "cp_model_module", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD",
@@ -241,7 +241,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     # ---- the flow: a hint (tags and the move cap relaxed)
     if hint is None:
         try:
-            from .streams_flow import solve_flow
+            from .flow import solve_flow
 
             hint = solve_flow(_relaxed(m))
         except StickyflowError as exc:  # no hint: CP-SAT starts from scratch

@@ -1,8 +1,8 @@
-r"""The streams model of :mod:`.streams_common` as min-cost flows (OR-Tools ``SimpleMinCostFlow``).
+r"""The streams model of :mod:`.model` as min-cost flows (OR-Tools ``SimpleMinCostFlow``).
 
 **Actives** (the target). Every task sends one unit to a client. Balance is a
 set of boxes, not a price: for one candidate least level of active tasks and
-one of stateful active tasks (:func:`.streams_common.balance_boxes`) the
+one of stateful active tasks (:func:`.model.balance_boxes`) the
 client ``c`` takes between ``lo_c`` and ``hi_c`` tasks, of which between
 ``lo'_c`` and ``hi'_c`` stateful (a laminar family: task -> (client,
 stateful?) -> client -> sink, lower bounds moved into the supplies), and under
@@ -16,7 +16,7 @@ where ``standby_floor(t, c)`` is what the task's ``want`` standbys cost at
 least with the active on ``c`` (the ``want`` cheapest other clients, a held
 one free of the standby move: these are the converged standbys, away from the
 target), ``way(t, c)`` what a movement costs on its way
-(:meth:`.streams_common.StreamsModel.movement_cost`, 0 where ``c`` is
+(:meth:`.model.StreamsModel.movement_cost`, 0 where ``c`` is
 eligible; in learner mode with the round price, so that the fewest movements
 come first), and the last two terms, together below one unit
 of cost (:func:`tie_weights`), prefer among equal costs a target that can run
@@ -71,7 +71,7 @@ from stickyflow._arrays import nonzero_pairs
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
 from stickyflow.streams_check import balance_excess
 
-from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, count_excess,
+from .model import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, count_excess,
                              in_sorted, movements, replica_counts, round_standbys, target_cost, balance_boxes)
 
 __all__ = ["solve_flow", "solve_actives", "solve_standbys", "standby_floor", "allowed_combos",
@@ -639,7 +639,7 @@ class StandbyFloor:
     avoids the holder's value (this round's replicas spread too), unless its
     standbys of this round are not its converged ones, which a waiting task's
     need not be: then the converged standbys may take the holder's value on
-    another client of it (:func:`.streams_common.waiting_cost` prices the
+    another client of it (:func:`.model.waiting_cost` prices the
     difference, at least 0).
     """
 

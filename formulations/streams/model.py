@@ -1,7 +1,7 @@
 r"""What the streams formulations share: the model as arrays, **Balanced** as boxes, plans, costs, decisions.
 
-:mod:`.streams_opt` (the front door), :mod:`.streams_flow` and
-:mod:`.streams_cpsat` all import from here and from nowhere else in this
+:mod:`.opt` (the front door), :mod:`.flow` and
+:mod:`.cpsat` all import from here and from nowhere else in this
 package, so that no module of the three imports another at load time.
 
 **Balanced** (the spec): for a count ``n_c`` per client and threads ``w_c``,
