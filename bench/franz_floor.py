@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     rows = []
     from stickyflow.consumer import remembered_claims
     from stickyflow.consumer_check import as_array_assignment
-    from stickyflow.formulations.consumer.flow import solve_consumer
+    from stickyflow.formulations.consumer.opt import solve_consumer
 
     print(f"{'scenario':32} {'franz ms':>9} {'assign ms':>9} {'built ms':>9} {'parse ms':>9} {'solver ms':>9} {'touch ms':>9}"
           f" {'result ms':>9} {'touch/franz':>11}")

@@ -134,7 +134,7 @@ def get_assignor(name: str, kind: str) -> AssignorSpec:
 def _builtin() -> None:
     c = "consumer"
     s = "streams"
-    register_assignor("optimal", "stickyflow.formulations.consumer.flow:solve_consumer", kinds=(c,), optimizing=True,
+    register_assignor("optimal", "stickyflow.formulations.consumer.opt:solve_consumer", kinds=(c,), optimizing=True,
                       description="min-cost flow: most balanced, then fewest moves and cross-rack reads (proven)")
     register_assignor("optimal", "stickyflow.formulations.streams.opt:solve_streams", kinds=(s,), optimizing=True,
                       description="min-cost flow and CP-SAT under KIP-441's high-availability rules")

@@ -118,7 +118,7 @@ def arc_counts(monkeypatch):
             self.arcs.append(1)
             return super().add_arc_with_capacity_and_unit_cost(*args)
 
-    # consumer_flow reaches the class as ``min_cost_flow.SimpleMinCostFlow`` on this module (via _ortools())
+    # consumer_flow reaches the class as ``min_cost_flow.SimpleMinCostFlow`` on this module (via model.ortools_graph())
     monkeypatch.setattr(min_cost_flow, "SimpleMinCostFlow", Counting)
     # the graph itself is under test: equal subscriptions must build it too, not take the closed form
     from stickyflow.formulations.consumer import flow as consumer_flow

@@ -104,9 +104,9 @@ sys.exit(main(["solve", {str(path)!r}, "-o", {str(tmp_path / "out.json")!r}]))
 # any machine: a valid result whose status tells the truth.
 _SLOW_CLOCK = """
 import itertools, types
-import stickyflow.formulations.consumer.flow as _cf
+import stickyflow.formulations.consumer.flow as _cf, stickyflow.formulations.consumer.opt as _co
 _ticks = itertools.count()
-_cf.time = types.SimpleNamespace(perf_counter=lambda: float(next(_ticks)))
+_cf.time = _co.time = types.SimpleNamespace(perf_counter=lambda: float(next(_ticks)))
 """
 
 
@@ -116,9 +116,12 @@ def slow_clock(monkeypatch):
     import types
 
     import stickyflow.formulations.consumer.flow as cf
+    import stickyflow.formulations.consumer.opt as co
 
     ticks = itertools.count()
-    monkeypatch.setattr(cf, "time", types.SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+    clock = types.SimpleNamespace(perf_counter=lambda: float(next(ticks)))
+    monkeypatch.setattr(cf, "time", clock)
+    monkeypatch.setattr(co, "time", clock)  # the front door sets the deadline, the flow checks it
 
 
 def test_consumer_time_limit_runs_out(slow_clock):
@@ -293,7 +296,7 @@ def test_fallback_failing_too_is_one_typed_error(monkeypatch, kind, tmp_path, ca
         raise ValueError("greedy down")
 
     if kind == "consumer":
-        monkeypatch.setattr(cf, "_solve_flow", boom)
+        monkeypatch.setattr(cf, "solve_flow", boom)
         doc = consumer_doc()
     else:
         monkeypatch.setattr(so, "build_model", boom)
