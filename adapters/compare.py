@@ -223,10 +223,10 @@ class _Worker:
                              time_limit=self.time_limit)
 
     def text_rows(self, text: Any, index: int, source: str | None) -> list[dict[str, Any]]:
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         try:
-            doc = _jsonio.loads(text) if isinstance(text, (str, bytes)) else text
+            doc = jsonio.loads(text) if isinstance(text, (str, bytes)) else text
         except ValueError as exc:
             return [_error_row(f"snapshot: is not valid JSON ({str(exc).splitlines()[0][:120]})", suite=source,
                                index=index)]

@@ -56,7 +56,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
 import stickyflow
-from stickyflow.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
+from stickyflow.model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from stickyflow.errors import BackendMissingError
 from stickyflow.result import AssignmentResult
 

@@ -31,7 +31,7 @@ import os
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from stickyflow import _jsonio
+from stickyflow.model import jsonio
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, StickyflowError, UnknownAssignorError
 
 __all__ = [
@@ -101,11 +101,11 @@ def result_row(result: Any, *, source: str | None = None, include_result: bool =
         "bound": _float_or_none(s.bound),
         "wall_s": float(s.wall_s),
         "followup_rebalance_deadline_ms": _int_or_none(result.followup_rebalance_deadline_ms),
-        "metrics": _jsonio.dumps(dict(m)).decode(),
+        "metrics": jsonio.dumps(dict(m)).decode(),
         "error": None,
     }
     if include_result:
-        row["result"] = _jsonio.dumps(result.to_json()).decode()
+        row["result"] = jsonio.dumps(result.to_json()).decode()
     return row
 
 
@@ -136,7 +136,7 @@ def solve_text(text: str | bytes | Mapping[str, Any], assignors: Sequence[str], 
     doc: Any = text
     if isinstance(text, (str, bytes)):
         try:
-            doc = _jsonio.loads(text)
+            doc = jsonio.loads(text)
         except ValueError as exc:
             return error_rows(f"snapshot: is not valid JSON ({str(exc).splitlines()[0][:120]}; starts {_excerpt(text)})",
                               assignors, source=source, wall_s=time.perf_counter() - t0, include_result=include_result)
@@ -239,7 +239,7 @@ def frame_snapshots(frame: Any, *, column: str = "snapshot") -> list[dict[str, A
     out = []
     for i, text in enumerate(frame[column].tolist()):
         try:
-            out.append(_jsonio.loads(text))
+            out.append(jsonio.loads(text))
         except (ValueError, TypeError) as exc:
             raise InvalidSnapshotError(Problem(f"{column}[{i}]", f"is not valid JSON ({str(exc)[:120]})")) from None
     return out
@@ -264,7 +264,7 @@ def frame_results(frame: Any) -> list[dict[str, Any] | None]:
     if "result" not in frame.columns:
         raise ValueError("frame: has no 'result' column (make it with include_result=True)")
     pd = _pd()
-    return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _jsonio.loads(v)
+    return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else jsonio.loads(v)
             for v in frame["result"].tolist()]
 
 

@@ -72,7 +72,7 @@ def role_swap(m, plan):
     from ortools.graph.python import min_cost_flow
 
     from stickyflow.formulations.streams_common import converged_standbys
-    from stickyflow.streams_check import balance_excess
+    from stickyflow.check.streams import balance_excess
 
     tg = plan.target
     S = np.flatnonzero(m.stateful)

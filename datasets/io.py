@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from stickyflow import _jsonio
+from stickyflow.model import jsonio
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
 __all__ = [
@@ -104,7 +104,7 @@ def load_dataset(path: str | os.PathLike, *, column: str = SNAPSHOT_COLUMN) -> l
     out = []
     for rec in read_dataset(path, column=column):
         try:
-            out.append(_jsonio.loads(rec.text))
+            out.append(jsonio.loads(rec.text))
         except ValueError as exc:
             raise InvalidSnapshotError(Problem(rec.source, f"is not valid JSON ({str(exc).splitlines()[0][:120]})")) from None
     return out
@@ -169,7 +169,7 @@ def write_dataset(snapshots: Iterable[Any], path: str | os.PathLike, *, format: 
 def peek_id_kind(text: str | bytes) -> tuple[str | None, str | None]:
     """The ``id`` and ``kind`` of a snapshot's JSON text, or None for either when absent, not text, or not JSON."""
     try:
-        doc = _jsonio.loads(text)
+        doc = jsonio.loads(text)
     except ValueError:
         return None, None
     if not isinstance(doc, dict):
@@ -199,7 +199,7 @@ def _as_row(s: Any) -> tuple[str | bytes, str | None, str | None]:
 
         s = snapshot_to_json(s)
     ident, kind = s.get("id"), s.get("kind")
-    return (_jsonio.dumps(s), ident if isinstance(ident, str) else None, kind if isinstance(kind, str) else None)
+    return (jsonio.dumps(s), ident if isinstance(ident, str) else None, kind if isinstance(kind, str) else None)
 
 
 def _safe_name(ident: str) -> str:

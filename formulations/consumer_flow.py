@@ -55,9 +55,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stickyflow._arrays import nonzero_pairs
-from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
-from stickyflow.consumer_check import ArrayAssignment, _stable_order
+from stickyflow.model.arrays import nonzero_pairs
+from stickyflow.model.consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
+from stickyflow.check.consumer import ArrayAssignment, _stable_order
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
                                UnknownAssignorError)
 from stickyflow.registry import SolveOptions

@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from stickyflow._arrays import in_sorted
+from stickyflow.model.arrays import in_sorted
 from stickyflow.errors import StickyflowError
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
-from stickyflow.streams import ClientAssignment, StreamsSnapshot, task_key
-from stickyflow.streams_check import (RACK_KEY, assignment_arrays, balance_excess, eligible_pairs, rack_tables,
+from stickyflow.model.streams import ClientAssignment, StreamsSnapshot, task_key
+from stickyflow.check.streams import (RACK_KEY, assignment_arrays, balance_excess, eligible_pairs, rack_tables,
                                       tag_combinations)
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",

@@ -564,7 +564,7 @@ def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None
     """The flow's plan when it keeps the rules the flow relaxed (tag spreading, the move cap), else None."""
     if hint is None:
         return None
-    from stickyflow.streams_check import streams_metrics, validate_streams
+    from stickyflow.check.streams import streams_metrics, validate_streams
 
     d = plan_decision(m, hint)
     if validate_streams(m.snap, d.assignment, followup_rebalance_deadline_ms=d.followup_rebalance_deadline_ms):
@@ -617,9 +617,9 @@ def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]
     the spread, and CP-SAT, hinted with it, may find no solution at all within
     its time (four of the six medium two-standby ``tags`` snapshots of
     ``bench/streams_vs_greedy.py --quick`` at 2 s). The greedy assignor's repair
-    (:func:`stickyflow.streams_common.repair_tag_spread`: a standby moves to a
+    (:func:`stickyflow.greedy.streams_state.repair_tag_spread`: a standby moves to a
     client of a combination that adds a tag value, the least loaded first),
-    then its standby balancing (:func:`stickyflow.streams_ha.balance_standbys`,
+    then its standby balancing (:func:`stickyflow.greedy.streams_ha.balance_standbys`,
     between clients of the same tag values, so the spread stays) keep the
     flow's targets, actives and warm-ups: the hint stays close to the flow's
     cost and is valid by every rule of the check. (CP-SAT also spreads the
@@ -627,8 +627,8 @@ def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]
     was tried, 2026-11-27, and gave worse starts: the repair then often broke
     this round's spread, and the greedy's answer was taken instead.)
     """
-    from stickyflow.streams_common import HAState, repair_tag_spread
-    from stickyflow.streams_ha import balance_standbys
+    from stickyflow.greedy.streams_state import HAState, repair_tag_spread
+    from stickyflow.greedy.streams_ha import balance_standbys
 
     st = HAState(m.snap)
     for t, c in enumerate(plan.active.tolist()):

@@ -49,8 +49,8 @@ import numpy as np
 
 from .registry import SolveOptions
 from .result import Decision, Finished, Violation
-from .streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
-from .streams_check import (ERROR_ORDER, KIP924_ERRORS, as_client_assignment, normalize_streams_assignment,
+from .model.streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
+from .check.streams import (ERROR_ORDER, KIP924_ERRORS, as_client_assignment, normalize_streams_assignment,
                             streams_metrics, validate_streams)
 
 __all__ = [
@@ -369,7 +369,7 @@ def default_standby_task_assignment(application_state: ApplicationState,
     ``rack_aware_assignment_tags``, clients that add tag values first (KIP-708).
     Existing standbys and warm-ups are kept.
     """
-    from .streams_common import HAState, assign_standbys, spread_keys
+    from .greedy.streams_state import HAState, assign_standbys, spread_keys
 
     snap = application_state.snapshot
     st = _state_from(snap, _to_ca(assignments))
@@ -383,7 +383,7 @@ def default_standby_task_assignment(application_state: ApplicationState,
 
 def _state_from(snap: StreamsSnapshot, cas: Mapping[str, ClientAssignment]):
     """An HAState holding ``cas`` (unknown clients and tasks are dropped)."""
-    from .streams_common import HAState
+    from .greedy.streams_state import HAState
 
     st = HAState(snap)
     idx = snap.index
@@ -470,7 +470,7 @@ def optimize_rack_aware_active_tasks(params: RackAwareOptimizationParams,
     Uses the configured strategy (``min_traffic`` when it is ``"none"``) and the
     costs in force unless overridden; unchanged when racks are unknown.
     """
-    from .streams_rack import optimize_active_tasks
+    from .greedy.streams_rack import optimize_active_tasks
 
     snap = params.application_state.snapshot
     st = _state_from(snap, _to_ca(assignments))
@@ -502,8 +502,8 @@ def optimize_rack_aware_standby_tasks(params: RackAwareOptimizationParams,
     clients with the same tag values when ``rack_aware_assignment_tags`` is
     set; warm-ups stay. Unchanged when racks are unknown or the graph is too big.
     """
-    from .streams_check import tag_combinations
-    from .streams_rack import optimize_standby_tasks
+    from .check.streams import tag_combinations
+    from .greedy.streams_rack import optimize_standby_tasks
 
     snap = params.application_state.snapshot
     st = _state_from(snap, _to_ca(assignments))
@@ -552,7 +552,7 @@ def kip924_violations(snapshot: StreamsSnapshot,
     checked: a task active nowhere, too few standbys, a lagging active, warm-ups
     beyond the budget or an uneven load are KIP-441's rules, not KIP-924's.
 
-    >>> from stickyflow.streams import parse_streams
+    >>> from stickyflow.model.streams import parse_streams
     >>> s = parse_streams({"format": "stickyflow.snapshot/1", "kind": "streams",
     ...     "tasks": [{"id": "0_0", "stateful": False}, {"id": "0_1", "stateful": True}],
     ...     "clients": [{"process_id": "a", "previous_active": [], "previous_standby": []},
@@ -630,7 +630,7 @@ def validate_task_assignment(application_state: ApplicationState,
 
     Only KIP-924's own rules count (:func:`kip924_violations`); a client listed twice
     holding one task in two roles is ``ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS``.
-    The high-availability rules are :func:`stickyflow.streams_check.validate_streams`'s.
+    The high-availability rules are :func:`stickyflow.check.streams.validate_streams`'s.
     """
     snap = application_state.snapshot
     entries = [(a.process_id, a.to_client_assignment()) for a in task_assignment]
@@ -657,7 +657,7 @@ def finish_custom(snapshot: StreamsSnapshot, decision: Decision) -> Finished:
     Violations are KIP-924's errors (and the shapes an assignment cannot take),
     Kafka's own answer first. A valid answer is returned as it is, however it fares
     by the high-availability rules: ``metrics["broken_rules"]`` lists the codes of
-    those it breaks (``[]`` when none), in :data:`stickyflow.streams_check.ERROR_ORDER`.
+    those it breaks (``[]`` when none), in :data:`stickyflow.check.streams.ERROR_ORDER`.
     """
     snap = snapshot
     try:

@@ -21,8 +21,8 @@ import stickyflow
 from stickyflow.adapters.cli import main
 from stickyflow.adapters.cli_bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
                                            streams_document)
-from stickyflow.consumer import ConsumerSnapshot, Member, Topic, previous_owners
-from stickyflow.consumer_check import (ArrayAssignment, _run_tuples, cooperative_split, inspect_consumer,
+from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic, previous_owners
+from stickyflow.check.consumer import (ArrayAssignment, _run_tuples, cooperative_split, inspect_consumer,
                                        normalize_consumer_assignment)
 from tests.checker import check_result
 

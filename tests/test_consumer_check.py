@@ -17,8 +17,8 @@ import pytest
 
 import stickyflow
 from stickyflow.datasets.generators import consumer_snapshot
-from stickyflow import consumer_check
-from stickyflow.consumer_check import inspect_consumer
+from stickyflow.check import consumer as consumer_check
+from stickyflow.check.consumer import inspect_consumer
 
 ALL_CODES = {"MISSING_MEMBER_ID", "UNKNOWN_MEMBER_ID", "UNKNOWN_TOPIC", "UNKNOWN_PARTITION", "UNSUBSCRIBED_TOPIC",
              "PARTITION_ASSIGNED_MULTIPLE_TIMES", "PARTITION_UNASSIGNED"}

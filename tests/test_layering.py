@@ -17,6 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "pyspark", "matplotlib", "kafka", "aiokafka", "pyarrow", "networkx", "ortools")
 
 
+FOLDERS = {"solver": "stickyflow", "formulations": "stickyflow.formulations", "adapters": "stickyflow.adapters",
+           "datasets": "stickyflow.datasets"}
+
+
+def _module_name(path: Path) -> str:
+    """The dotted name a source file imports as: ``solver/greedy/sticky.py`` is ``stickyflow.greedy.sticky``."""
+    rel = path.relative_to(ROOT)
+    parts = [FOLDERS[rel.parts[0]], *rel.parts[1:-1]]
+    return ".".join(parts if path.stem == "__init__" else [*parts, path.stem])
+
+
+def _package(path: Path) -> str:
+    """The package a file's relative imports resolve against (a package's ``__init__`` is its own)."""
+    name = _module_name(path)
+    return name if path.stem == "__init__" else name.rpartition(".")[0]
+
+
 def _imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
     tree = ast.parse(path.read_text(), filename=str(path))
     nodes = tree.body if top_level_only else list(ast.walk(tree))
@@ -25,40 +42,49 @@ def _imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: resolve against the package
-                pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
-                       "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
-                parts = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
-                base = ".".join(parts + ([base] if base else []))
-            found.append((base, node.lineno))
+            found.append((_absolute(node, path), node.lineno))
     return found
 
 
+def _absolute(node: ast.ImportFrom, path: Path) -> str:
+    """The absolute module name of a ``from ... import``, relative ones resolved against the file's package."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    parts = _package(path).split(".")
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join(parts + ([base] if base else []))
+
+
 def _files(folder: str) -> list[Path]:
-    return sorted((ROOT / folder).glob("*.py"))
+    """Every module of a folder, its subpackages' too."""
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
 # ``python -m stickyflow`` is a launcher for the command line, not part of the library: it alone may reach up
 _LAUNCHERS = ("__main__.py",)
 
 
-@pytest.mark.parametrize("path", [p for p in _files("solver") if p.name not in _LAUNCHERS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in _files("solver") if p.name not in _LAUNCHERS], ids=_rel)
 def test_core_never_imports_upper_layers(path):
     for name, line in _imports(path, top_level_only=False):
         assert not name.startswith(("stickyflow.formulations", "stickyflow.adapters", "stickyflow.datasets")), \
-            f"{path.name}:{line} imports {name}"
+            f"{_rel(path)}:{line} imports {name}"
         assert name.split(".")[0] not in ("pandas", "pyspark", "matplotlib", "kafka", "aiokafka"), \
-            f"{path.name}:{line} imports {name}"
+            f"{_rel(path)}:{line} imports {name}"
 
 
-@pytest.mark.parametrize("path", _files("solver"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _files("solver"), ids=_rel)
 def test_core_imports_nothing_heavy_at_import_time(path):
     for name, line in _imports(path, top_level_only=True):
-        assert name.split(".")[0] not in HEAVY, f"{path.name}:{line} imports {name} at import time"
+        assert name.split(".")[0] not in HEAVY, f"{_rel(path)}:{line} imports {name} at import time"
 
 
-@pytest.mark.parametrize("path", _files("formulations") + _files("datasets"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _files("formulations") + _files("datasets"), ids=_rel)
 def test_formulations_and_datasets_never_import_adapters(path):
     for name, line in _imports(path, top_level_only=False):
         assert not name.startswith("stickyflow.adapters"), f"{path}:{line} imports {name}"
@@ -69,12 +95,6 @@ def test_import_stickyflow_stays_light():
             "print(','.join(heavy))" % (HEAVY,))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import stickyflow pulled in: {out}"
-
-
-def _module_name(path: Path) -> str:
-    pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
-           "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
-    return pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"
 
 
 def _import_graph(folders=("solver", "formulations")) -> dict[str, set[str]]:
@@ -93,7 +113,7 @@ def _import_graph(folders=("solver", "formulations")) -> dict[str, set[str]]:
     return graph
 
 
-@pytest.mark.parametrize("pair", [("stickyflow.streams_ha", "stickyflow.streams_learner"),
+@pytest.mark.parametrize("pair", [("stickyflow.greedy.streams_ha", "stickyflow.greedy.streams_learner"),
                                   ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_flow"),
                                   ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_cpsat")])
 def test_no_import_circle_between(pair):

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 
 import stickyflow
-from stickyflow.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
+from stickyflow.model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from stickyflow.errors import InvalidSnapshotError
 from strategies import consumer_docs
 
