@@ -278,7 +278,7 @@ def min_moves_equal(snap) -> int | None:
     >>> min_moves_equal(s)
     2
     """
-    from stickyflow.model.consumer import previous_owners
+    from stickyflow.model.consumer_claims import previous_owners
 
     if snap.rack_aware or not snap.members:
         return None

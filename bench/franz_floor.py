@@ -76,7 +76,7 @@ def main(argv=None) -> int:
             for row in json.load(f)["rows"]:
                 franz[row["scenario"]] = row["franz"]["time_s"] * 1000 if "time_s" in row.get("franz", {}) else None
     rows = []
-    from stickyflow.model.consumer import remembered_claims
+    from stickyflow.model.consumer_claims import remembered_claims
     from stickyflow.check.consumer import as_array_assignment
     from stickyflow.formulations.consumer_flow import solve_consumer
 

@@ -56,7 +56,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from stickyflow.model.arrays import nonzero_pairs
-from stickyflow.model.consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import PreviousOwners, previous_owners
+from stickyflow.model.consumer_members import first_seen_ids
 from stickyflow.check.consumer import ArrayAssignment, _stable_order
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
                                UnknownAssignorError)
@@ -753,7 +755,7 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
         for j, t in enumerate(d.topics):
             racks = snap.topics[t].racks
             if racks is not None:  # new rack sets numbered on in order of first appearance
-                rs[offsets[j]:offsets[j + 1]] = _first_seen_ids(racks, rs_index)
+                rs[offsets[j]:offsets[j + 1]] = first_seen_ids(racks, rs_index)
     racksets = list(rs_index)
     NR = len(racksets)
     # topic classes: topics read by the same member classes are interchangeable, so their partitions

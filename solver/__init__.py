@@ -20,7 +20,8 @@ _EXPORTS = {
     "api": ("assign",),
     "planning.planner": ("plan", "Plan"),
     "planning.problem": ("PlanProblem",),
-    "model.consumer": ("ConsumerConfig", "ConsumerSnapshot", "Member", "Topic", "parse_consumer", "previous_owners"),
+    "model.consumer": ("ConsumerConfig", "ConsumerSnapshot", "Member", "Topic", "parse_consumer"),
+    "model.consumer_claims": ("previous_owners",),
     "check.consumer": ("consumer_metrics", "cooperative_split", "validate_consumer"),
     "errors": ("BackendMissingError", "CostRangeError", "InfeasibleError", "InvalidAssignmentError",
                "InvalidSnapshotError", "Problem", "SolverFaultError", "StickyflowError", "TimeLimitError",
@@ -61,7 +62,8 @@ if TYPE_CHECKING:  # what static tools and IDEs read
     from .api import assign
     from .planning.problem import PlanProblem
     from .planning.planner import Plan, plan
-    from .model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer, previous_owners
+    from .model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer
+    from .model.consumer_claims import previous_owners
     from .check.consumer import consumer_metrics, cooperative_split, validate_consumer
     from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
                          InvalidSnapshotError, Problem, SolverFaultError, StickyflowError, TimeLimitError,

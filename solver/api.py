@@ -31,7 +31,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .model.consumer import ConsumerSnapshot, previous_owners, remembered_claims
+from .model.consumer import ConsumerSnapshot
+from .model.consumer_claims import previous_owners, remembered_claims
 from .check.consumer import (AnswerView, ArrayAssignment, _gc_paused, as_array_assignment, cooperative_split,
                              inspect_consumer, normalize_consumer_assignment)
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,

@@ -67,7 +67,7 @@ def check_cooperative_round(snapshot, result: AssignmentResult) -> None:
     partitions, stale claims included) and is not assigned; a follow-up is due at ``now_ms`` exactly
     when something is revoked.
     """
-    from stickyflow.model.consumer import previous_owners
+    from stickyflow.model.consumer_claims import previous_owners
 
     prev = previous_owners(snapshot)
     index = snapshot.member_index()
@@ -162,7 +162,7 @@ class _Layout:
 
     def previous(self) -> np.ndarray:
         """The valid previous owner of every partition (KIP-341, as the library resolves it), -1: none."""
-        from stickyflow.model.consumer import previous_owners
+        from stickyflow.model.consumer_claims import previous_owners
 
         owner = previous_owners(self.snapshot).owner
         if not self.total:

@@ -21,7 +21,8 @@ import stickyflow
 from stickyflow.adapters.cli import main
 from stickyflow.adapters.cli_bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
                                            streams_document)
-from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic, previous_owners
+from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic
+from stickyflow.model.consumer_claims import previous_owners
 from stickyflow.check.consumer import (ArrayAssignment, _run_tuples, cooperative_split, inspect_consumer,
                                        normalize_consumer_assignment)
 from tests.checker import check_result

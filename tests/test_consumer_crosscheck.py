@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 import stickyflow
-from stickyflow.model.consumer import ConsumerSnapshot, previous_owners
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import previous_owners
 from stickyflow.check.consumer import inspect_consumer
 from stickyflow.registry import SolveOptions
 from tests.checker import check_result

@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, assume, given, settings
 import stickyflow
 from stickyflow.adapters.peers import (PeerError, PeerInvalidError, PeerUnsupportedError, peer_names,
                                        run_peer)
-from stickyflow.model.consumer import ConsumerSnapshot, previous_owners
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import previous_owners
 from stickyflow.check.consumer import inspect_consumer
 from stickyflow.greedy.range_roundrobin import range_uses_racks
 from stickyflow.registry import available_assignors, get_assignor

@@ -9,7 +9,8 @@ import pytest
 
 import stickyflow
 from stickyflow import InvalidSnapshotError, parse_snapshot
-from stickyflow.model.consumer import consumer_to_json, previous_owners
+from stickyflow.model.consumer import consumer_to_json
+from stickyflow.model.consumer_claims import previous_owners
 from tests.checker import check_result
 from tests.conftest import example_paths
 

@@ -128,7 +128,8 @@ def test_streams_objects_accept_lists_and_solve():
 from hypothesis import given, settings  # noqa: E402
 
 from stickyflow.check.input import Checker  # noqa: E402
-from stickyflow.model.consumer import _FlatClaims, _members_one_by_one, _well_formed_members  # noqa: E402
+from stickyflow.model.consumer_members import FlatClaims
+from stickyflow.model.consumer_members import _members_one_by_one, _well_formed_members  # noqa: E402
 from strategies import consumer_docs  # noqa: E402
 
 
@@ -156,7 +157,7 @@ def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
         assert f.owned.get("no such topic") is None and "no such topic" not in f.owned
     # the claims the fast reader leaves flat are those of the members it built
     if claims is not None:
-        again = _FlatClaims.of(slow)
+        again = FlatClaims.of(slow)
         assert claims.topics == again.topics
         for field in ("per_member", "lens", "parts"):
             assert getattr(claims, field).tolist() == getattr(again, field).tolist()
@@ -366,7 +367,7 @@ def test_generations_below_int64_read_as_unknown_in_bulk():
 def test_plain_topics_read_in_bulk_as_one_by_one(topics, monkeypatch):
     """Topics that are just a partition count are built in bulk; the snapshot, its warnings and its errors are
     those of the topic-by-topic reader, for plain topics and for anything else."""
-    from stickyflow.model import consumer
+    from stickyflow.model import consumer_members
 
     doc = {"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": topics,
            "members": [{"id": "m", "subscription": sorted(topics)}]}
@@ -379,5 +380,5 @@ def test_plain_topics_read_in_bulk_as_one_by_one(topics, monkeypatch):
         return dict(snap.topics), snap.warnings
 
     fast = read()
-    monkeypatch.setattr(consumer, "_plain_topics", lambda raw: None)
+    monkeypatch.setattr(consumer_members, "_plain_topics", lambda raw: None)
     assert fast == read()

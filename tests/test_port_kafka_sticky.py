@@ -125,7 +125,7 @@ def fully_balanced(layout: Layout) -> bool:
 
 def moves_without_cycles(snap: ConsumerSnapshot, layout: Layout) -> bool:
     """Kafka's ``isSticky()``: per topic, the moves (valid previous owner -> new owner) form no cycle."""
-    from stickyflow.model.consumer import previous_owners
+    from stickyflow.model.consumer_claims import previous_owners
 
     prev = previous_owners(snap)
     ids = [m.id for m in snap.members]

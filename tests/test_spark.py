@@ -167,7 +167,7 @@ def _withheld(snap, doc: dict) -> dict:
 def check_written_result(snap, doc: dict, row) -> None:
     """``doc``, a result JSON a Spark worker wrote, is a valid answer for ``snap``, judged from the JSON alone;
     its row's columns agree with it; and it is the checked result of the same (deterministic) solve here."""
-    from stickyflow.model.consumer import previous_owners
+    from stickyflow.model.consumer_claims import previous_owners
     from stickyflow.check.consumer import inspect_consumer
     from stickyflow.check.streams import streams_metrics, validate_streams
     from tests.checker import check_result

@@ -18,7 +18,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..model.consumer import ConsumerSnapshot, PreviousOwners, _LazyMapping, _first_seen_ids, previous_owners
+from ..model.consumer import ConsumerSnapshot
+from ..model.consumer_claims import PreviousOwners, previous_owners
+from ..model.consumer_members import LazyMapping, first_seen_ids
 from .load import load_metrics, loads_known
 from ..result import Violation, _lists
 
@@ -162,7 +164,7 @@ class ArrayAssignment(Mapping):
         return f"ArrayAssignment(topics={len(self.owners)}, members={len(self.snapshot.members)})"
 
 
-class AnswerView(_LazyMapping):
+class AnswerView(LazyMapping):
     """A checked :class:`ArrayAssignment` as the result's read-only ``member id -> topic -> partitions``
     mapping (sorted tuples, every member present), built on first look at a value.
 
@@ -431,7 +433,7 @@ class _Owners:
 
 def _rackset_ids(racks: tuple[frozenset[str], ...]) -> tuple[np.ndarray, list[frozenset[str]]]:
     ids: dict[frozenset[str], int] = {}
-    arr = _first_seen_ids(racks, ids, np.int32)
+    arr = first_seen_ids(racks, ids, np.int32)
     return arr, list(ids)
 
 

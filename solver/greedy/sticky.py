@@ -26,7 +26,7 @@ algorithm with two builders, and so does :func:`assign_sticky`:
   Kafka's balance score (the sum of load differences over all member pairs),
   than it started, the pre-loop assignment is kept.
 
-Claims are resolved once, as KIP-341 says (:func:`stickyflow.model.consumer.previous_owners`:
+Claims are resolved once, as KIP-341 says (:func:`stickyflow.model.consumer_claims.previous_owners`:
 the higher generation wins, equal generations: nobody's claim does), for both
 builders, as Kafka 3.5+ does in ``allSubscriptionsEqual``: a member of an older
 generation keeps the claims nobody newer contests. (Kafka 2.8 to 3.4 dropped
@@ -76,7 +76,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.consumer import ConsumerSnapshot, previous_owners
+from ..model.consumer import ConsumerSnapshot
+from ..model.consumer_claims import previous_owners
 from ..check.consumer import ArrayAssignment
 from ..errors import SolverFaultError
 from ..registry import SolveOptions

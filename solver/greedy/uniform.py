@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.consumer import ConsumerSnapshot, previous_owners
+from ..model.consumer import ConsumerSnapshot
+from ..model.consumer_claims import previous_owners
 from ..check.consumer import ArrayAssignment
 from ..registry import SolveOptions
 from ..result import Decision

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model.consumer import previous_owners
+from ..model.consumer_claims import previous_owners
 from . import load_model
 
 __all__ = ["LoadProblem", "load_problem", "Measure", "measure", "peak_limit", "peak_limit_exact", "partition_bound",

@@ -169,7 +169,7 @@ def plan_problem(snapshot: Any) -> PlanProblem:
     >>> p.rates.tolist(), p.owner.tolist(), p.capacity
     ([40.0, 70.0], [0, 0], 100.0)
     """
-    from ..model.consumer import previous_owners
+    from ..model.consumer_claims import previous_owners
     from ..snapshot import as_snapshot
 
     snap = as_snapshot(snapshot)
