@@ -5,7 +5,8 @@ its tasks (stateful or not, changelog end offsets, input and changelog
 partitions with the racks of their replicas), its clients (threads, rack,
 tags, the tasks they ran and the lag of their local state) and the
 assignment configs (:class:`StreamsConfig`, Kafka's names and defaults). See
-``snapshot-format.md`` (kind ``"streams"``).
+``snapshot-format.md`` (kind ``"streams"``). The readers of tasks, clients and
+config are :mod:`stickyflow.model.streams_read`'s.
 
 The wire format's ``-2`` lag (Kafka's ``Task.LATEST_OFFSET``: "I was running
 it") is translated once, in the reader. There is one lag rule, in
@@ -44,7 +45,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..check.input import Checker, built_by_reader, is_int, join, names, read_back, reading, same_type
+from ..check.input import Checker, built_by_reader, names, read_back, reading, same_type
 from ..errors import InvalidSnapshotError, Problem
 
 __all__ = [
@@ -72,7 +73,7 @@ LATEST_OFFSET = -2  # the wire format's "was running it as active"
 TASK_ID_PATTERN = re.compile(r"^([0-9]+)_([0-9]+)$")
 STRATEGIES = ("none", "min_traffic", "balance_subtopology")
 REBALANCING_MODES = ("warmup", "learner")
-_EMPTY: Mapping = MappingProxyType({})
+EMPTY: Mapping = MappingProxyType({})
 
 
 def parse_task_id(task_id: str) -> tuple[int, int] | None:
@@ -175,10 +176,10 @@ class Client:
     process_id: str
     threads: int = 1
     rack: str | None = None
-    tags: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    tags: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     previous_active: tuple[str, ...] = ()
     previous_standby: tuple[str, ...] = ()
-    lags: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    lags: Mapping[str, int] = field(default_factory=lambda: EMPTY)
     running: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -443,11 +444,7 @@ class ClientAssignment:
 
 # --------------------------------------------------------------------------- reading
 
-_TASK_KEYS = frozenset({"id", "stateful", "end_offset_sum", "input_partitions", "changelog_partitions"})
 _TOP_KEYS = frozenset({"format", "kind", "id", "now_ms", "tasks", "clients", "config"})
-_CLIENT_KEYS = frozenset({"process_id", "threads", "rack", "tags", "previous_active", "previous_standby", "lags"})
-_PARTITION_KEYS = frozenset({"topic", "partition", "racks"})
-_CONFIG_KEYS = frozenset(StreamsConfig().to_json())
 
 
 def parse_streams(doc: Mapping[str, Any], chk: Checker | None = None) -> StreamsSnapshot:
@@ -461,9 +458,11 @@ def parse_streams(doc: Mapping[str, Any], chk: Checker | None = None) -> Streams
     chk.extra_keys(doc, _TOP_KEYS, "")
     snap_id = chk.string(doc, "id", "", required=False)
     now_ms = chk.integer(doc, "now_ms", "", required=False, default=0)
-    tasks = _parse_tasks(doc, chk)
-    clients = _parse_clients(doc, chk)
-    config = _parse_config(doc, chk)
+    from .streams_read import parse_clients, parse_config, parse_tasks  # they build this module's classes
+
+    tasks = parse_tasks(doc, chk)
+    clients = parse_clients(doc, chk)
+    config = parse_config(doc, chk)
     _check_limits(tasks, clients, chk)
     if own_checker:
         chk.raise_if_any()
@@ -507,152 +506,6 @@ def _check_objects(snap: StreamsSnapshot) -> None:
     object.__setattr__(snap, "tasks", tasks)
     object.__setattr__(snap, "clients", clients)
     read_back(snap, streams_to_json(snap), parse_streams, ("tasks", "clients", "config", "id", "now_ms"))
-
-
-def _parse_partitions(spec: Mapping[str, Any], key: str, path: str, chk: Checker,
-                      interned: dict) -> tuple[TopicPartitionRef, ...]:
-    raw = chk.array(spec, key, path, required=False)
-    if not raw:
-        return ()
-    out = []
-    for i, p in enumerate(raw):
-        ppath = f"{path}.{key}[{i}]"
-        if not isinstance(p, dict):
-            chk.fail(ppath, "must be an object")
-            continue
-        chk.extra_keys(p, _PARTITION_KEYS, ppath, f"tasks[*].{key}[*]")
-        topic = chk.string(p, "topic", ppath)
-        part = chk.integer(p, "partition", ppath, minimum=0)
-        racks_raw = p.get("racks")  # absent or null: unknown
-        racks = None
-        if racks_raw is not None:
-            if not isinstance(racks_raw, list) or not all(isinstance(r, str) for r in racks_raw):
-                chk.fail(f"{ppath}.racks", "must be an array of rack names (strings)")
-            else:
-                key_ = tuple(racks_raw)
-                racks = interned.get(key_)
-                if racks is None:
-                    racks = interned[key_] = frozenset(racks_raw)
-        if topic is not None and part is not None:
-            out.append(TopicPartitionRef(topic=topic, partition=part, racks=racks))
-    return tuple(out)
-
-
-def _parse_tasks(doc: Mapping[str, Any], chk: Checker) -> tuple[Task, ...]:
-    raw = chk.array(doc, "tasks", "")
-    if raw is None:
-        return ()
-    tasks: list[Task] = []
-    seen: set[str] = set()
-    interned: dict = {}
-    for i, t in enumerate(raw):
-        path = f"tasks[{i}]"
-        if not isinstance(t, dict):
-            chk.fail(path, "must be an object")
-            continue
-        chk.extra_keys(t, _TASK_KEYS, path, "tasks[*]")
-        tid = chk.string(t, "id", path)
-        if tid is not None:
-            if parse_task_id(tid) is None:
-                chk.fail(f"{path}.id", 'must be a TaskId "<subtopology>_<partition>" (two non-negative integers), '
-                                       f'not "{tid}"')
-                tid = None
-            elif tid in seen:
-                chk.fail(f"{path}.id", f'must be unique ("{tid}" appears twice)')
-            else:
-                seen.add(tid)
-        stateful = chk.boolean(t, "stateful", path)
-        eos = chk.integer(t, "end_offset_sum", path, required=False, minimum=0, default=0)
-        inputs = _parse_partitions(t, "input_partitions", path, chk, interned)
-        changelogs = _parse_partitions(t, "changelog_partitions", path, chk, interned)
-        if tid is None or stateful is None:
-            continue
-        tasks.append(Task(id=tid, stateful=stateful, end_offset_sum=eos or 0,
-                          input_partitions=inputs, changelog_partitions=changelogs))
-    return tuple(tasks)
-
-
-def _parse_clients(doc: Mapping[str, Any], chk: Checker) -> tuple[Client, ...]:
-    raw = chk.array(doc, "clients", "")
-    if raw is None:
-        return ()
-    clients: list[Client] = []
-    seen: set[str] = set()
-    for i, c in enumerate(raw):
-        path = f"clients[{i}]"
-        if not isinstance(c, dict):
-            chk.fail(path, "must be an object")
-            continue
-        chk.extra_keys(c, _CLIENT_KEYS, path, "clients[*]")
-        pid = chk.string(c, "process_id", path)
-        if pid is not None:
-            if pid in seen:
-                chk.fail(f"{path}.process_id", f'must be unique ("{pid}" appears twice)')
-            seen.add(pid)
-        threads = chk.integer(c, "threads", path, required=False, minimum=1, default=1)
-        rack = chk.string(c, "rack", path, required=False, allow_null=True)
-        tags_raw = chk.obj(c, "tags", path, required=False)
-        tags: dict[str, str] = {}
-        if tags_raw:
-            for k, v in tags_raw.items():
-                if not isinstance(v, str):
-                    chk.fail(join(f"{path}.tags", k), "must be a string")
-                else:
-                    tags[k] = v
-        prev_active = chk.string_list(c, "previous_active", path)
-        prev_standby = chk.string_list(c, "previous_standby", path)
-        lags_raw = chk.obj(c, "lags", path, required=False)
-        lags: dict[str, int] = {}
-        running: set[str] = set()
-        if lags_raw:
-            for k, v in lags_raw.items():
-                if not is_int(v) or (v < 0 and v != LATEST_OFFSET):
-                    chk.fail(join(f"{path}.lags", k), "must be an integer >= 0, or -2 (was running it)")
-                elif v == LATEST_OFFSET:
-                    running.add(k)
-                else:
-                    lags[k] = v
-        # a previous active task absent from lags has lag -2; one with a reported lag keeps it
-        running.update(t for t in (prev_active or ()) if t not in lags)
-        if pid is None or prev_active is None or prev_standby is None:
-            continue
-        clients.append(Client(
-            process_id=pid,
-            threads=threads or 1,
-            rack=rack,
-            tags=MappingProxyType(tags) if tags else _EMPTY,
-            previous_active=tuple(dict.fromkeys(prev_active)),
-            previous_standby=tuple(dict.fromkeys(prev_standby)),
-            lags=MappingProxyType(lags) if lags else _EMPTY,
-            running=frozenset(running),
-        ))
-    return tuple(clients)
-
-
-def _parse_config(doc: Mapping[str, Any], chk: Checker) -> StreamsConfig:
-    raw = chk.obj(doc, "config", "", required=False)
-    if raw is None:
-        return StreamsConfig()
-    chk.unknown_keys(raw, _CONFIG_KEYS, "config")
-    d = StreamsConfig()
-    c = "config"
-    arl = chk.integer(raw, "acceptable_recovery_lag", c, required=False, minimum=0, default=d.acceptable_recovery_lag)
-    mwr = chk.integer(raw, "max_warmup_replicas", c, required=False, minimum=1, default=d.max_warmup_replicas)
-    nsr = chk.integer(raw, "num_standby_replicas", c, required=False, minimum=0, default=d.num_standby_replicas)
-    pri = chk.integer(raw, "probing_rebalance_interval_ms", c, required=False, minimum=60000,
-                      default=d.probing_rebalance_interval_ms)
-    bf = chk.integer(raw, "balance_factor", c, required=False, minimum=1, default=d.balance_factor)
-    strategy = chk.choice(raw, "rack_aware_assignment_strategy", c, STRATEGIES, default="none")
-    traffic = chk.integer(raw, "rack_aware_assignment_traffic_cost", c, required=False, minimum=0, allow_null=True)
-    overlap = chk.integer(raw, "rack_aware_assignment_non_overlap_cost", c, required=False, minimum=0,
-                          allow_null=True)
-    tags = chk.string_list(raw, "rack_aware_assignment_tags", c, required=False) or []
-    mode = chk.choice(raw, "rebalancing_mode", c, REBALANCING_MODES, default="warmup")
-    return StreamsConfig(
-        acceptable_recovery_lag=arl, max_warmup_replicas=mwr, num_standby_replicas=nsr,
-        probing_rebalance_interval_ms=pri, balance_factor=bf, rack_aware_assignment_strategy=strategy,
-        rack_aware_assignment_traffic_cost=traffic, rack_aware_assignment_non_overlap_cost=overlap,
-        rack_aware_assignment_tags=tuple(dict.fromkeys(tags)), rebalancing_mode=mode)
 
 
 # --------------------------------------------------------------------------- the index
