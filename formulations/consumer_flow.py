@@ -59,7 +59,7 @@ from stickyflow.model.arrays import nonzero_pairs
 from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.model.consumer_claims import PreviousOwners, previous_owners
 from stickyflow.model.consumer_members import first_seen_ids
-from stickyflow.check.consumer import ArrayAssignment, _stable_order
+from stickyflow.check.answer import ArrayAssignment, stable_order
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
                                UnknownAssignorError)
 from stickyflow.registry import SolveOptions
@@ -710,7 +710,7 @@ def _equal_subscriptions(d: _Data):
     else:
         held = np.flatnonzero(keepable)
         holder = owner[held]
-        order = _stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
+        order = stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
         held, holder = held[order], holder[order]
     start = np.searchsorted(holder, np.arange(M))
     rank = np.arange(len(held)) - start[holder]

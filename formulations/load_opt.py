@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from stickyflow.check.consumer import ArrayAssignment
+from stickyflow.check.answer import ArrayAssignment
 from stickyflow.errors import UnknownAssignorError
 from stickyflow.check.load import cheap_peak_bound
 from stickyflow.load.plan import aimed_plan

@@ -22,7 +22,8 @@ _EXPORTS = {
     "planning.problem": ("PlanProblem",),
     "model.consumer": ("ConsumerConfig", "ConsumerSnapshot", "Member", "Topic", "parse_consumer"),
     "model.consumer_claims": ("previous_owners",),
-    "check.consumer": ("consumer_metrics", "cooperative_split", "validate_consumer"),
+    "check.consumer": ("consumer_metrics", "validate_consumer"),
+    "check.cooperative": ("cooperative_split",),
     "errors": ("BackendMissingError", "CostRangeError", "InfeasibleError", "InvalidAssignmentError",
                "InvalidSnapshotError", "Problem", "SolverFaultError", "StickyflowError", "TimeLimitError",
                "UnknownAssignorError"),
@@ -64,7 +65,8 @@ if TYPE_CHECKING:  # what static tools and IDEs read
     from .planning.planner import Plan, plan
     from .model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer
     from .model.consumer_claims import previous_owners
-    from .check.consumer import consumer_metrics, cooperative_split, validate_consumer
+    from .check.consumer import consumer_metrics, validate_consumer
+    from .check.cooperative import cooperative_split
     from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
                          InvalidSnapshotError, Problem, SolverFaultError, StickyflowError, TimeLimitError,
                          UnknownAssignorError)

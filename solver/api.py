@@ -33,8 +33,10 @@ import numpy as np
 
 from .model.consumer import ConsumerSnapshot
 from .model.consumer_claims import previous_owners, remembered_claims
-from .check.consumer import (AnswerView, ArrayAssignment, _gc_paused, as_array_assignment, cooperative_split,
-                             inspect_consumer, normalize_consumer_assignment)
+from .check.answer import AnswerView, ArrayAssignment, as_array_assignment, normalize_consumer_assignment
+from .model.arrays import gc_paused
+from .check.cooperative import cooperative_split
+from .check.consumer import inspect_consumer
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
 from .registry import SolveOptions, get_assignor
@@ -73,7 +75,7 @@ def assign(snapshot: Any, assignor: str = "optimal", *, time_limit: float | None
     :class:`UnknownAssignorError` for an unknown assignor name.
     """
     options = SolveOptions(time_limit=time_limit, seed=seed, num_workers=num_workers, method=method, extra=extra)
-    with _gc_paused():  # one call builds many small acyclic containers: no cycle collection in between
+    with gc_paused():  # one call builds many small acyclic containers: no cycle collection in between
         return _front_door(snapshot, assignor, options, fallback)
 
 

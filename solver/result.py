@@ -108,7 +108,7 @@ class AssignmentResult:
     it (a claimed partition waits until its claimants have revoked it) and ``to_json()``
     writes ``target`` too; with the eager protocol the two are the same. Both are
     read-only. A consumer answer that was checked as owner arrays (the optimizer's, and
-    any plain one) is an :class:`stickyflow.check.consumer.AnswerView`: its mapping is
+    any plain one) is an :class:`stickyflow.check.answer.AnswerView`: its mapping is
     built on the first look at it, and ``to_json()`` writes the lists from the arrays.
     """
 
@@ -173,7 +173,7 @@ class Finished:
 
 def _lists(mapping: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
     """A consumer mapping (member id -> topic -> partitions) as the result JSON's dicts of lists; an
-    :class:`stickyflow.check.consumer.AnswerView` writes them straight from its arrays."""
+    :class:`stickyflow.check.answer.AnswerView` writes them straight from its arrays."""
     to_lists = getattr(mapping, "to_lists", None)
     if to_lists is not None:
         return to_lists()

@@ -14,7 +14,7 @@ from typing import Any, Union
 from .model import jsonio
 from .check.input import Checker, missing_rule
 from .model.consumer import SNAPSHOT_FORMAT, ConsumerSnapshot, consumer_to_json, parse_consumer
-from .check.consumer import _gc_paused
+from .model.arrays import gc_paused
 from .errors import InvalidSnapshotError, Problem
 
 __all__ = ["Snapshot", "parse_snapshot", "loads_snapshot", "load_snapshot", "as_snapshot", "snapshot_to_json",
@@ -27,7 +27,7 @@ def parse_snapshot(doc: Any) -> Snapshot:
     """A snapshot of either kind from parsed JSON; :class:`InvalidSnapshotError` names the field on bad input."""
     if not isinstance(doc, dict):
         raise InvalidSnapshotError(Problem("snapshot", "must be a JSON object"))
-    with _gc_paused():
+    with gc_paused():
         return _parse(doc)
 
 
@@ -53,7 +53,7 @@ def _parse(doc: dict) -> Snapshot:
 
 def loads_snapshot(text: bytes | str) -> Snapshot:
     """A snapshot from JSON text."""
-    with _gc_paused():  # JSON makes millions of lists and dicts, none in a cycle: collecting meanwhile only costs
+    with gc_paused():  # JSON makes millions of lists and dicts, none in a cycle: collecting meanwhile only costs
         try:
             doc = jsonio.loads(text)
         except ValueError as exc:

@@ -49,7 +49,8 @@ import pytest
 
 import stickyflow
 from stickyflow.model.consumer import ConsumerSnapshot
-from stickyflow.check.consumer import consumer_metrics, cooperative_split, validate_consumer
+from stickyflow.check.consumer import consumer_metrics, validate_consumer
+from stickyflow.check.cooperative import cooperative_split
 from stickyflow.greedy.sticky import assign_sticky
 from checker import check_result
 

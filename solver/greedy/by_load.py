@@ -42,7 +42,7 @@ import heapq
 import numpy as np
 
 from ..model.consumer import ConsumerSnapshot
-from ..check.consumer import ArrayAssignment
+from ..check.answer import ArrayAssignment
 from ..load import load_model
 from ..check.load import loads_known
 from ..registry import SolveOptions

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..model.consumer import ConsumerSnapshot, Member
-from ..check.consumer import ArrayAssignment
+from ..check.answer import ArrayAssignment
 from ..registry import SolveOptions
 from ..result import Decision
 

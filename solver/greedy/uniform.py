@@ -50,7 +50,7 @@ import numpy as np
 
 from ..model.consumer import ConsumerSnapshot
 from ..model.consumer_claims import previous_owners
-from ..check.consumer import ArrayAssignment
+from ..check.answer import ArrayAssignment
 from ..registry import SolveOptions
 from ..result import Decision
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..check.consumer import ArrayAssignment
+from ..check.answer import ArrayAssignment
 from ..check.load import cheap_peak_bound
 from .problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem, measure, partition_bound,
                       peak_limit, readers_of, topic_classes)

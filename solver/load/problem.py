@@ -135,7 +135,7 @@ class LoadProblem:
 def load_problem(snap: Any) -> tuple[LoadProblem, list[str], np.ndarray]:
     """A consumer snapshot with known loads as a :class:`LoadProblem`, with the assignable topics (snapshot
     order) and where each starts among the problem's partitions (``offsets``, one more than topics): what
-    :meth:`stickyflow.check.consumer.ArrayAssignment.of_flat` takes back. Numpy over partitions; one step per
+    :meth:`stickyflow.check.answer.ArrayAssignment.of_flat` takes back. Numpy over partitions; one step per
     distinct subscription, per rack and per partition's rack set only where racks cost something.
 
     >>> import stickyflow

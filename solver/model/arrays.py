@@ -1,6 +1,9 @@
-"""Small numpy helpers shared by the solver and the formulations."""
+"""Small numpy helpers shared by the solver and the formulations, and a guard for building many containers."""
 
 from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -34,3 +37,19 @@ def in_sorted(values, keys: np.ndarray) -> np.ndarray:
     if not len(keys):
         return np.zeros(values.shape, dtype=bool)
     return keys[np.minimum(np.searchsorted(keys, values), len(keys) - 1)] == values
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cycle collector while building many small containers that hold no cycles.
+
+    Each allocation burst of a million tuples would otherwise trigger collections
+    that scan every object alive, the snapshot included, again and again.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
