@@ -502,7 +502,7 @@ def optimize_rack_aware_standby_tasks(params: RackAwareOptimizationParams,
     clients with the same tag values when ``rack_aware_assignment_tags`` is
     set; warm-ups stay. Unchanged when racks are unknown or the graph is too big.
     """
-    from .check.streams import tag_combinations
+    from .check.streams_tables import tag_combinations
     from .greedy.streams_rack import optimize_standby_tasks
 
     snap = params.application_state.snapshot

@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 
 import stickyflow
-from stickyflow.check.streams import rack_tables
+from stickyflow.check.streams_tables import rack_tables
 from stickyflow.greedy.streams_rack import optimize_active_tasks, optimize_standby_tasks
 from tests.test_port_kafka_streams_util import balanced_tasks, subtopology_skew
 from tests.test_streams_support import make_streams

@@ -30,7 +30,7 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
-from stickyflow.check.streams import RACK_KEY, tag_combinations
+from stickyflow.check.streams_tables import RACK_KEY, tag_combinations
 from stickyflow.greedy.streams_state import HAState, assign_standbys
 from tests.test_port_kafka_streams_util import client, pid, solve, streams_doc
 

@@ -15,7 +15,8 @@ import stickyflow
 import stickyflow.greedy.streams_rack
 from stickyflow.adapters.cli import main
 from stickyflow.model.streams import parse_streams, streams_to_json
-from stickyflow.check.streams import rack_tables, streams_metrics, validate_streams
+from stickyflow.check.streams_tables import rack_tables
+from stickyflow.check.streams import streams_metrics, validate_streams
 from stickyflow.greedy.streams_ha import HAState, assign_high_availability, balanced_target, water_fill
 from stickyflow.greedy.streams_rack import optimize_active_tasks, optimize_standby_tasks, subtopology_of
 from tests.checker import check_result

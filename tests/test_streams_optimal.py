@@ -147,7 +147,7 @@ def tags_spread(snap, target, standbys, busy=None) -> bool:
     """The KIP-708 rule on a converged assignment (``standbys``: per stateful task, its clients): no standby
     could move to a client holding no replica of the task and add a tag value without losing one. ``busy``:
     per task, clients holding it otherwise (a warm-up), which are not free either."""
-    from stickyflow.check.streams import fully_spread, tag_combinations, tag_spread_improvement
+    from stickyflow.check.streams_tables import fully_spread, tag_combinations, tag_spread_improvement
 
     combos, client_combo, counts = tag_combinations(snap)
     if len(combos) <= 1:

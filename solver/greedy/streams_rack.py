@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.streams import StreamsSnapshot
-from ..check.streams import rack_tables
+from ..check.streams_tables import rack_tables
 
 __all__ = ["optimize_active_tasks", "optimize_standby_tasks", "MAX_STANDBY_ARCS", "subtopology_of"]
 

@@ -16,7 +16,7 @@ import heapq
 import numpy as np
 
 from ..model.streams import ClientAssignment, StreamsSnapshot, task_key
-from ..check.streams import RACK_KEY, fully_spread, tag_combinations, tag_spread_improvement
+from ..check.streams_tables import RACK_KEY, fully_spread, tag_combinations, tag_spread_improvement
 
 __all__ = ["HAState", "spread_keys", "assign_standbys", "repair_tag_spread", "assign_stateless"]
 
