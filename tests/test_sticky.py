@@ -384,7 +384,7 @@ def test_quick_balance_check_moves_exactly_as_kafkas_full_check(seed):
                                                            max_partitions=12))
         if not snap.members:
             continue
-        st = impl._Group.build(snap)
+        st = impl.Group.build(snap)
         assert np.array_equal(impl._General(st, snap).run(), FullCheck(st, snap).run())
         checked += 1
     assert checked > 100
@@ -394,7 +394,7 @@ def _constrained_one_by_one(snap: ConsumerSnapshot) -> np.ndarray:
     """The constrained builder without racks, one partition at a time, as Kafka's code reads."""
     from stickyflow.greedy import sticky as impl
 
-    st = impl._Group.build(snap)
+    st = impl.Group.build(snap)
     n, P = st.n, st.P
     min_q, expected = divmod(P, n)
     max_q = min_q + (1 if expected else 0)
@@ -446,7 +446,7 @@ def test_bulk_round_robin_matches_one_by_one(seed):
                                                            max_members=9, max_partitions=14))
         if not snap.members:
             continue
-        st = impl._Group.build(snap)
+        st = impl.Group.build(snap)
         assert np.array_equal(impl._constrained(st), _constrained_one_by_one(snap))
 
 
