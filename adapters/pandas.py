@@ -214,7 +214,7 @@ def snapshots_frame(snapshots: Iterable[Any]):
     >>> snapshots_frame(suite("kip"))["kind"].value_counts().to_dict()
     {'consumer': 6, 'streams': 5}
     """
-    from stickyflow.datasets.io import Record, _as_row
+    from stickyflow.datasets.io import Record, as_row
 
     rows = []
     for s in snapshots:
@@ -223,7 +223,7 @@ def snapshots_frame(snapshots: Iterable[Any]):
             source, s = s.source, s.text
         elif isinstance(s, os.PathLike) or (isinstance(s, str) and not s.lstrip().startswith(("{", "["))):
             source = str(s)
-        text, ident, kind = _as_row(s)
+        text, ident, kind = as_row(s)
         rows.append({"id": ident, "kind": kind, "source": source,
                      "snapshot": text.decode() if isinstance(text, bytes) else text})
     return _typed_frame(rows, SNAPSHOT_COLUMNS)

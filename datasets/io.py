@@ -125,7 +125,7 @@ def write_dataset(snapshots: Iterable[Any], path: str | os.PathLike, *, format: 
                   "parquet" if name.endswith(_PARQUET_SUFFIXES) else "json")
     if format not in FORMATS:
         raise ValueError(f"format: {format!r} is not one of {', '.join(FORMATS)}")
-    rows = (_as_row(s) for s in snapshots)
+    rows = (as_row(s) for s in snapshots)
     if format == "jsonl":
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(p.name + ".tmp")
@@ -180,7 +180,7 @@ def peek_id_kind(text: str | bytes) -> tuple[str | None, str | None]:
 
 # --------------------------------------------------------------------------- helpers
 
-def _as_row(s: Any) -> tuple[str | bytes, str | None, str | None]:
+def as_row(s: Any) -> tuple[str | bytes, str | None, str | None]:
     """(JSON text, id, kind) of a snapshot given as text, a path, a dict or a snapshot object.
 
     As in :func:`stickyflow.as_snapshot`: a string that starts with ``{`` (or ``[``, JSON that is no

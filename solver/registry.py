@@ -34,6 +34,8 @@ __all__ = [
     "unregister_assignor",
     "get_assignor",
     "available_assignors",
+    "registered_assignor",
+    "registered_assignors",
     "KINDS",
 ]
 
@@ -112,12 +114,27 @@ def available_assignors(kind: str | None = None) -> list[str]:
     return sorted({n for (n, k) in _REGISTRY if kind is None or k == kind})
 
 
+def registered_assignor(name: str, kind: str) -> AssignorSpec | None:
+    """The spec registered as ``name`` for ``kind``, or None: unlike :func:`get_assignor`, no error and no
+    ``"module:function"`` import.
+
+    >>> registered_assignor("sticky", "consumer").name, registered_assignor("no-such", "consumer")
+    ('sticky', None)
+    """
+    return _REGISTRY.get((name, kind))
+
+
+def registered_assignors() -> list[AssignorSpec]:
+    """Every registration, by name, then kind."""
+    return [spec for _, spec in sorted(_REGISTRY.items())]
+
+
 def get_assignor(name: str, kind: str) -> AssignorSpec:
     """The spec of ``name`` for ``kind``; ``"module:function"`` names a custom assignor directly.
 
     Unknown names raise :class:`UnknownAssignorError` listing the known ones.
     """
-    spec = _REGISTRY.get((name, kind))
+    spec = registered_assignor(name, kind)
     if spec is not None:
         return spec
     if ":" in name:

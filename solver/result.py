@@ -133,7 +133,7 @@ class AssignmentResult:
     def to_json(self) -> dict[str, Any]:
         """The result as the spec's JSON object (plain dicts and lists)."""
         if self.kind == "consumer":
-            assignment = _lists(self.assignment)
+            assignment = consumer_lists(self.assignment)
         else:
             assignment = {c: a.to_json() for c, a in self.assignment.items()}
         out: dict[str, Any] = {
@@ -150,7 +150,7 @@ class AssignmentResult:
         }
         if self.protocol == "cooperative" and self.target is not None:
             # the whole decision; ``assignment`` is only this round's part of it (the spec's ``target``)
-            out["target"] = _lists(self.target)
+            out["target"] = consumer_lists(self.target)
         return out
 
 
@@ -171,7 +171,7 @@ class Finished:
     metrics: Mapping[str, Any]
 
 
-def _lists(mapping: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
+def consumer_lists(mapping: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
     """A consumer mapping (member id -> topic -> partitions) as the result JSON's dicts of lists; an
     :class:`stickyflow.check.answer.AnswerView` writes them straight from its arrays."""
     to_lists = getattr(mapping, "to_lists", None)

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from .scenario import Event, Scenario
 
 
-class _Group:
+class Group:
     """The members' side of a group: what each reports, and how that evolves between rounds."""
 
     leader: str | None
@@ -66,7 +66,7 @@ class _Group:
     def advance(self, delay: int, sc: Scenario) -> None: ...
 
 
-class _ConsumerGroup(_Group):
+class ConsumerGroup(Group):
     def __init__(self, sc: Scenario):
         from stickyflow.model.consumer import consumer_to_json
 
@@ -123,7 +123,7 @@ class _ConsumerGroup(_Group):
         return None
 
 
-class _StreamsApp(_Group):
+class StreamsApp(Group):
     def __init__(self, sc: Scenario):
         snap = sc.snapshot
         from stickyflow.model.streams import streams_to_json

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 from stickyflow.model import jsonio
 from stickyflow.errors import InvalidSnapshotError, Problem
 
-from .groups import _ConsumerGroup, _Group, _StreamsApp
+from .groups import ConsumerGroup, Group, StreamsApp
 from .records import Episode, RoundRecord, Simulation, SimulationRun
 from .scenario import READINESS, Event, Scenario
 
@@ -59,7 +59,7 @@ def run_scenario(scenario: Scenario, assignor: str = "optimal", *, readiness: st
 
     scenario = as_scenario(scenario)
     ready = scenario.effective_readiness(readiness)
-    group: _Group = (_ConsumerGroup if scenario.kind == "consumer" else _StreamsApp)(scenario)
+    group: Group = (ConsumerGroup if scenario.kind == "consumer" else StreamsApp)(scenario)
     now = int(scenario.snapshot.now_ms or 0)
     by_round: dict[int, list[Event]] = {}
     for e in scenario.events:

@@ -19,7 +19,7 @@ import numpy as np
 from ..model.arrays import gc_paused
 from ..model.consumer import ConsumerSnapshot
 from ..model.consumer_members import LazyMapping
-from ..result import _lists
+from ..result import consumer_lists
 
 __all__ = ["ConsumerAssignment", "ArrayAssignment", "AnswerView", "as_array_assignment",
            "normalize_consumer_assignment", "stable_order", "nested_assignment", "run_tuples"]
@@ -192,7 +192,7 @@ class AnswerView(LazyMapping):
         mapping was never built."""
         arrays = self._arrays
         if arrays is None:
-            return _lists(self._get())
+            return consumer_lists(self._get())
         return arrays._runs(_run_lists)
 
     def __len__(self) -> int:
