@@ -1,4 +1,5 @@
-"""Imports flow one way: adapters -> formulations, datasets -> core; the core imports nothing heavy.
+"""Imports flow one way: adapters -> formulations, datasets -> core; the core imports nothing heavy. Rooms by
+role: no package folder over 15 modules, no module over 700 lines, no ``_private`` name imported across modules.
 
 import-linter cannot follow this layout (its subpackages live beside ``solver/``, mapped by
 ``package-dir``, so grimp does not see them under ``stickyflow``); this AST walk enforces the same contract.
@@ -15,6 +16,35 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "pyspark", "matplotlib", "kafka", "aiokafka", "pyarrow", "networkx", "ortools")
+MAX_MODULES = 15  # per package folder, its __init__ included
+MAX_LINES = 700   # per module
+
+# What still breaks the three room rules, in the folders whose restructuring is still to come (issue 38: the
+# formulations and the adapters get their own subpackages and splits). An entry leaves when its file is fixed
+# (test_allowlists_hold_only_what_still_fails says so); the lists end empty.
+_CROWDED_FOLDERS_ALLOWED = {
+    "adapters",  # 34 modules: cli_*, report_*, bench_*, compare, ... become subpackages
+}
+_BIG_MODULES_ALLOWED = {
+    "adapters/compare.py",            # parses sources, changes the registry, builds rows, runs both engines
+    "formulations/consumer_flow.py",  # the method dispatch, the model, the warm start and the flow
+    "formulations/streams_cpsat.py",  # one model in data, variables, constraints, objective, solve, read sections
+    "formulations/streams_flow.py",   # three algorithms: actives, standbys, the pricing
+}
+_PRIVATE_IMPORTS_ALLOWED = {  # modules that import another module's _private name (all within adapters/)
+    "adapters/bench_goals.py",     # bench_measure._in_child, _measure; bench_suite._available, _fmt_s, _warm_up
+    "adapters/bench_output.py",    # bench_suite._fmt_s; report_base's plot helpers
+    "adapters/bench_suite.py",     # bench_measure._in_child, _measure, _one_run, _peer_module
+    "adapters/cli_bench.py",       # bench_measure._json_default
+    "adapters/cli_simulate.py",    # compare._warm_up
+    "adapters/compare.py",         # spark._ProgressWatcher, report_base._pandas, peers._kafka
+    "adapters/report.py",          # report_base's helpers, report_batch._ok, report_pareto._SCALE
+    "adapters/report_batch.py",    # report_base's helpers, report_pareto._SCALE
+    "adapters/report_pareto.py",   # report_base's helpers
+    "adapters/report_simulation.py",  # report_base's helpers
+    "adapters/report_study.py",    # report_base's helpers
+    "adapters/spark.py",           # pandas._assignor_list, _columns, _typed_frame
+}
 
 
 FOLDERS = {"solver": "stickyflow", "formulations": "stickyflow.formulations", "adapters": "stickyflow.adapters",
@@ -190,3 +220,81 @@ print("ok")
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- rooms by role
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(path: Path) -> list[str]:
+    """Where ``path`` takes a ``_private`` name of another of our modules: ``from m import _x`` (relative too),
+    ``from pkg import _mod``, ``import pkg._mod``, or anything from a ``_private`` module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(node, path)
+            if not base.startswith("stickyflow"):
+                continue
+            names = [a.name for a in node.names if _private(a.name)]
+            if names or any(_private(part) for part in base.split(".")):
+                found.append(f"{_rel(path)}:{node.lineno} from {base} import {', '.join(names) or '...'}")
+        elif isinstance(node, ast.Import):
+            found += [f"{_rel(path)}:{node.lineno} import {a.name}" for a in node.names
+                      if a.name.startswith("stickyflow") and any(_private(p) for p in a.name.split("."))]
+    return found
+
+
+def _package_folders() -> list[Path]:
+    return sorted({p.parent for f in FOLDERS for p in _files(f)})
+
+
+def _crowded(folder: Path) -> bool:
+    return len(list(folder.glob("*.py"))) > MAX_MODULES
+
+
+def _big(path: Path) -> bool:
+    return len(path.read_text().splitlines()) > MAX_LINES
+
+
+@pytest.mark.parametrize("path", [p for f in FOLDERS for p in _files(f)], ids=_rel)
+def test_no_module_imports_a_private_name_of_another(path):
+    """A helper two modules share has a public name in the module that owns it."""
+    if _rel(path) in _PRIVATE_IMPORTS_ALLOWED:
+        pytest.skip("allowed until its folder is restructured")
+    assert not _private_imports(path), "\n".join(_private_imports(path))
+
+
+@pytest.mark.parametrize("folder", _package_folders(), ids=_rel)
+def test_no_package_folder_holds_more_than_15_modules(folder):
+    if _rel(folder) in _CROWDED_FOLDERS_ALLOWED:
+        pytest.skip("allowed until it is restructured")
+    modules = sorted(p.name for p in folder.glob("*.py"))
+    assert len(modules) <= MAX_MODULES, f"{_rel(folder)} holds {len(modules)} modules: {', '.join(modules)}"
+
+
+@pytest.mark.parametrize("path", [p for f in FOLDERS for p in _files(f)], ids=_rel)
+def test_no_module_is_longer_than_700_lines(path):
+    if _rel(path) in _BIG_MODULES_ALLOWED:
+        pytest.skip("allowed until it is split")
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{_rel(path)} has {lines} lines: split it along its seams"
+
+
+def test_allowlists_hold_only_what_still_fails():
+    """An allowlisted file or folder that now keeps the rule leaves its list (the lists only shrink)."""
+    assert {f for f in _CROWDED_FOLDERS_ALLOWED if not _crowded(ROOT / f)} == set()
+    assert {f for f in _BIG_MODULES_ALLOWED if not _big(ROOT / f)} == set()
+    assert {f for f in _PRIVATE_IMPORTS_ALLOWED if not _private_imports(ROOT / f)} == set()
+
+
+def test_the_walk_sees_subpackages():
+    """The walk reaches modules in subpackages and names them as Python imports them."""
+    names = {_module_name(p) for f in FOLDERS for p in _files(f)}
+    assert {"stickyflow", "stickyflow.greedy", "stickyflow.greedy.sticky", "stickyflow.load",
+            "stickyflow.datasets.simulator", "stickyflow.datasets.simulator.run"} <= names
+    path = ROOT / "solver" / "greedy" / "sticky.py"
+    assert _package(path) == "stickyflow.greedy"
+    relative = ast.parse("from ..model.consumer import ConsumerSnapshot").body[0]
+    assert _absolute(relative, path) == "stickyflow.model.consumer"
