@@ -108,8 +108,8 @@ def solve_process(case: Case, out_dir: Path) -> dict[str, Any]:
     """Write the case as a snapshot file and time a fresh ``stickyflow solve`` process on it (wall, peak RSS)."""
     import subprocess
 
-    from stickyflow.model.consumer import consumer_to_json
     from stickyflow.model import jsonio
+    from stickyflow.model.consumer import consumer_to_json
 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{case.name}.json"

@@ -31,8 +31,8 @@ import os
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from stickyflow.model import jsonio
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, StickyflowError, UnknownAssignorError
+from stickyflow.model import jsonio
 
 __all__ = [
     "RESULT_COLUMNS",

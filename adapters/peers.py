@@ -60,8 +60,8 @@ import importlib
 import warnings
 from typing import Any
 
-from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.errors import BackendMissingError, StickyflowError, UnknownAssignorError
+from stickyflow.model.consumer import ConsumerSnapshot
 
 __all__ = ["run_peer", "peer_names", "PeerError", "PeerUnsupportedError", "PeerInvalidError"]
 

@@ -107,8 +107,8 @@ def first_with_racks(source: Any, count: int) -> tuple[list[Any], int]:
     how many records were read to find them (the reading stops once both kinds have ``count``). Records that are
     not valid snapshots are passed over."""
     import stickyflow
-    from stickyflow.model import jsonio
     from stickyflow.datasets.io import read_dataset
+    from stickyflow.model import jsonio
 
     found: dict[str, list[Any]] = {"consumer": [], "streams": []}
     read = 0

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from stickyflow.model import jsonio
 from stickyflow.adapters.cli_bench import Case, consumer_snapshot, streams_document
+from stickyflow.model import jsonio
 from stickyflow.model.consumer import consumer_to_json
 
 

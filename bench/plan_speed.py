@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def plan_steps(partitions: int, steps: int, delta: float, seed: int) -> dict:
     from stickyflow.datasets.traces import random_walk
-    from stickyflow.planning.problem import PlanProblem
     from stickyflow.planning.planner import solve_plan
+    from stickyflow.planning.problem import PlanProblem
 
     trace = random_walk(partitions=partitions, topics=2, steps=steps, delta=delta, seed=seed)
     base = PlanProblem.from_arrays(trace.rates[0], trace.capacity, topics=list(trace.topics))

@@ -145,8 +145,8 @@ def play(doc: dict[str, Any], assignor: str, horizon: int | None, time_limit: fl
     the way (every state restoration, plus the traffic of where it settles), and where it settles: its cost
     against the first snapshot (the converged cost) and its distance from **Balanced** in each count.
     """
-    from stickyflow.datasets.convergence import converge
     from stickyflow.check.streams import streams_metrics
+    from stickyflow.datasets.convergence import converge
 
     run = converge(doc, assignor, horizon=horizon, time_limit=time_limit)
     first, last = run.results[0], run.last

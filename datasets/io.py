@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from stickyflow.model import jsonio
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
+from stickyflow.model import jsonio
 
 __all__ = [
     "FORMATS",

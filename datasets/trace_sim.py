@@ -41,8 +41,8 @@ import numpy as np
 from stickyflow.errors import InvalidSnapshotError, Problem
 from stickyflow.planning.bounds import count_bound
 from stickyflow.planning.methods import PLAN_METHODS
-from stickyflow.planning.problem import PlanProblem
 from stickyflow.planning.planner import solve_plan
+from stickyflow.planning.problem import PlanProblem
 from stickyflow.registry import SolveOptions
 
 from .fluid import FluidModel, LatencySummary

@@ -55,13 +55,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stickyflow.check.answer import ArrayAssignment, stable_order
+from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
+                               UnknownAssignorError)
 from stickyflow.model.arrays import nonzero_pairs
 from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.model.consumer_claims import PreviousOwners, previous_owners
 from stickyflow.model.consumer_members import first_seen_ids
-from stickyflow.check.answer import ArrayAssignment, stable_order
-from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
-                               UnknownAssignorError)
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from stickyflow.check.answer import ArrayAssignment
-from stickyflow.errors import UnknownAssignorError
 from stickyflow.check.load import cheap_peak_bound
+from stickyflow.errors import UnknownAssignorError
 from stickyflow.load.plan import aimed_plan
 from stickyflow.load.problem import LoadProblem, load_problem, measure, peak_limit, per_partition_best
 from stickyflow.registry import SolveOptions

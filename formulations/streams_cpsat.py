@@ -627,8 +627,8 @@ def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]
     was tried, 2026-11-27, and gave worse starts: the repair then often broke
     this round's spread, and the greedy's answer was taken instead.)
     """
-    from stickyflow.greedy.streams_state import HAState, repair_tag_spread
     from stickyflow.greedy.streams_ha import balance_standbys
+    from stickyflow.greedy.streams_state import HAState, repair_tag_spread
 
     st = HAState(m.snap)
     for t, c in enumerate(plan.active.tolist()):

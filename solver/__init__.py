@@ -61,22 +61,22 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what static tools and IDEs read
     from . import kip924
     from .api import assign
-    from .planning.problem import PlanProblem
-    from .planning.planner import Plan, plan
-    from .model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer
-    from .model.consumer_claims import previous_owners
     from .check.consumer import consumer_metrics, validate_consumer
     from .check.cooperative import cooperative_split
+    from .check.streams import streams_metrics, validate_streams
     from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
                          InvalidSnapshotError, Problem, SolverFaultError, StickyflowError, TimeLimitError,
                          UnknownAssignorError)
+    from .greedy.streams_rank import rank, should_rebalance
+    from .model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer
+    from .model.consumer_claims import previous_owners
+    from .model.streams import Client, ClientAssignment, StreamsConfig, StreamsSnapshot, Task, parse_streams
+    from .planning.planner import Plan, plan
+    from .planning.problem import PlanProblem
     from .registry import SolveOptions, available_assignors, get_assignor, register_assignor, unregister_assignor
     from .result import AssignmentResult, Decision, SolverInfo, Violation
     from .snapshot import (as_snapshot, dumps_result, load_snapshot, loads_snapshot, parse_snapshot,
                            snapshot_to_json)
-    from .model.streams import Client, ClientAssignment, StreamsConfig, StreamsSnapshot, Task, parse_streams
-    from .check.streams import streams_metrics, validate_streams
-    from .greedy.streams_rank import rank, should_rebalance
 
 __all__ = [
     "assign", "plan", "Plan", "PlanProblem",

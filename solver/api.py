@@ -31,14 +31,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .model.consumer import ConsumerSnapshot
-from .model.consumer_claims import previous_owners, remembered_claims
 from .check.answer import AnswerView, ArrayAssignment, as_array_assignment, normalize_consumer_assignment
-from .model.arrays import gc_paused
-from .check.cooperative import cooperative_split
 from .check.consumer import inspect_consumer
+from .check.cooperative import cooperative_split
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
+from .model.arrays import gc_paused
+from .model.consumer import ConsumerSnapshot
+from .model.consumer_claims import previous_owners, remembered_claims
 from .registry import SolveOptions, get_assignor
 from .result import AssignmentResult, Decision, Finished, ReadOnlyDict, SolverInfo, Violation
 from .snapshot import as_snapshot

@@ -47,12 +47,12 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Union
 
 import numpy as np
 
-from .registry import SolveOptions
-from .result import Decision, Finished, Violation
-from .model.streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
 from .check.kip924 import SHAPE_ERRORS, kip924_violations  # noqa: F401  (SHAPE_ERRORS: re-exported, as before)
 from .check.streams import (ERROR_ORDER, KIP924_ERRORS, as_client_assignment, normalize_streams_assignment,
                             streams_metrics, validate_streams)
+from .model.streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
+from .registry import SolveOptions
+from .result import Decision, Finished, Violation
 
 __all__ = [
     "ProcessId",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from typing import Any, Union
 
-from .model import jsonio
 from .check.input import Checker, missing_rule
-from .model.consumer import SNAPSHOT_FORMAT, ConsumerSnapshot, consumer_to_json, parse_consumer
-from .model.arrays import gc_paused
 from .errors import InvalidSnapshotError, Problem
+from .model import jsonio
+from .model.arrays import gc_paused
+from .model.consumer import SNAPSHOT_FORMAT, ConsumerSnapshot, consumer_to_json, parse_consumer
 
 __all__ = ["Snapshot", "parse_snapshot", "loads_snapshot", "load_snapshot", "as_snapshot", "snapshot_to_json",
            "dumps_result"]

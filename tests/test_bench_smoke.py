@@ -21,11 +21,11 @@ import stickyflow
 from stickyflow.adapters.cli import main
 from stickyflow.adapters.cli_bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
                                            streams_document)
+from stickyflow.check.answer import ArrayAssignment, run_tuples, normalize_consumer_assignment
+from stickyflow.check.consumer import inspect_consumer
+from stickyflow.check.cooperative import cooperative_split
 from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic
 from stickyflow.model.consumer_claims import previous_owners
-from stickyflow.check.answer import ArrayAssignment, run_tuples, normalize_consumer_assignment
-from stickyflow.check.cooperative import cooperative_split
-from stickyflow.check.consumer import inspect_consumer
 from tests.checker import check_result
 
 

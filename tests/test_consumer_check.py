@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import stickyflow
-from stickyflow.datasets.generators import consumer_snapshot
 from stickyflow.check import answer as consumer_answer
 from stickyflow.check.consumer import inspect_consumer
+from stickyflow.datasets.generators import consumer_snapshot
 
 ALL_CODES = {"MISSING_MEMBER_ID", "UNKNOWN_MEMBER_ID", "UNKNOWN_TOPIC", "UNKNOWN_PARTITION", "UNSUBSCRIBED_TOPIC",
              "PARTITION_ASSIGNED_MULTIPLE_TIMES", "PARTITION_UNASSIGNED"}

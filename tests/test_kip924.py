@@ -11,14 +11,14 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
+from stickyflow.check.streams import streams_metrics
+from stickyflow.check.streams_tables import rack_tables
 from stickyflow.kip924 import (ApplicationState, AssignedTask, AssignedTaskType, AssignmentError,
                                KafkaStreamsAssignment, RackAwareOptimizationParams, TaskAssignment, as_assignor,
                                default_standby_task_assignment, identity_assignment,
                                optimize_rack_aware_active_tasks, optimize_rack_aware_standby_tasks,
                                validate_task_assignment)
 from stickyflow.model.streams import parse_streams
-from stickyflow.check.streams_tables import rack_tables
-from stickyflow.check.streams import streams_metrics
 from tests.test_streams_model import streams_examples
 from tests.test_streams_support import make_streams, random_streams
 

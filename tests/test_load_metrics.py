@@ -132,8 +132,8 @@ def test_each_part_of_the_cheap_bound(topics, members, bound):
 
 def least_peak(snap) -> float:
     """The least possible peak utilization, by exhaustive search (branch and bound, largest rates first)."""
-    from stickyflow.load import load_model
     from stickyflow.check.load import active_members
+    from stickyflow.load import load_model
 
     model = load_model(snap)
     subs = snap.subscribers()

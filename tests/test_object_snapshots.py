@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
+from stickyflow.errors import InvalidSnapshotError
 from stickyflow.model.consumer import (ConsumerConfig, ConsumerSnapshot, Member, Topic, consumer_to_json,
                                        parse_consumer)
-from stickyflow.errors import InvalidSnapshotError
+from stickyflow.model.streams import Client, StreamsConfig, StreamsSnapshot, Task, TopicPartitionRef
 from stickyflow.registry import register_assignor, unregister_assignor
 from stickyflow.result import Decision
-from stickyflow.model.streams import Client, StreamsConfig, StreamsSnapshot, Task, TopicPartitionRef
 
 ORDERS = Topic(name="orders", partitions=3)
 

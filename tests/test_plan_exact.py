@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stickyflow.check.plan import check_plan, plan_measures
 from stickyflow.errors import InvalidAssignmentError, InvalidSnapshotError
 from stickyflow.planning.bounds import count_bound, l2_bound
-from stickyflow.check.plan import check_plan, plan_measures
-from stickyflow.planning.problem import PlanProblem, scaled_weights
 from stickyflow.planning.planner import solve_plan
+from stickyflow.planning.problem import PlanProblem, scaled_weights
 
 
 def brute_force(p: PlanProblem) -> tuple[int, int, int]:

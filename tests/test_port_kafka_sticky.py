@@ -48,10 +48,10 @@ from typing import Callable
 import pytest
 
 import stickyflow
-from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.check.consumer import consumer_metrics, validate_consumer
 from stickyflow.check.cooperative import cooperative_split
 from stickyflow.greedy.sticky import assign_sticky
+from stickyflow.model.consumer import ConsumerSnapshot
 from checker import check_result
 
 ASSIGNORS = ("sticky", "optimal")

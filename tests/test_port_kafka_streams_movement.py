@@ -26,8 +26,8 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
-from stickyflow.greedy.streams_state import HAState
 from stickyflow.greedy.streams_ha import move_actives
+from stickyflow.greedy.streams_state import HAState
 from tests.test_port_kafka_streams_util import client, converge, pid, solve, streams_doc, unstable
 
 THREE = ["0_0", "0_1", "0_2"]

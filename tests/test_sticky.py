@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import stickyflow
+from stickyflow.greedy.sticky import assign_sticky
 from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic
 from stickyflow.model.consumer_claims import previous_owners
-from stickyflow.greedy.sticky import assign_sticky
 from tests.checker import check_result
 from tests.strategies import ConsumerShape, random_consumer_snapshot
 

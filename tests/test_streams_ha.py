@@ -14,11 +14,11 @@ import pytest
 import stickyflow
 import stickyflow.greedy.streams_rack
 from stickyflow.adapters.cli import main
-from stickyflow.model.streams import parse_streams, streams_to_json
-from stickyflow.check.streams_tables import rack_tables
 from stickyflow.check.streams import streams_metrics, validate_streams
+from stickyflow.check.streams_tables import rack_tables
 from stickyflow.greedy.streams_ha import HAState, assign_high_availability, balanced_target, water_fill
 from stickyflow.greedy.streams_rack import optimize_active_tasks, optimize_standby_tasks, subtopology_of
+from stickyflow.model.streams import parse_streams, streams_to_json
 from tests.checker import check_result
 from tests.test_streams_model import streams_examples
 from tests.test_streams_support import (SCENARIOS, make_streams, next_round, random_streams, resolve_until_stable,

@@ -9,9 +9,9 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
+from stickyflow.greedy.streams_rank import rank
 from stickyflow.model.streams import (ClientAssignment, StreamsConfig, parse_streams, parse_task_id, streams_to_json,
                                       task_key)
-from stickyflow.greedy.streams_rank import rank
 from tests.conftest import example_paths
 
 BASE = {

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import stickyflow
+from stickyflow.check.streams import streams_metrics
 from stickyflow.datasets.generators import streams_snapshot
 from stickyflow.datasets.simulator import Scenario, simulate
 from stickyflow.formulations import streams_flow
 from stickyflow.formulations.streams_common import converged_standbys
 from stickyflow.formulations.streams_opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
-from stickyflow.check.streams import streams_metrics
 
 from checker import check_result
 from test_streams_support import round_bound

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from stickyflow.model import jsonio
 from stickyflow.errors import InvalidSnapshotError, Problem
+from stickyflow.model import jsonio
 
 from .groups import ConsumerGroup, Group, StreamsApp
 from .records import Episode, RoundRecord, Simulation, SimulationRun

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model.consumer import ConsumerSnapshot
 from ..load import load_model
+from ..model.consumer import ConsumerSnapshot
 
 __all__ = ["LOAD_METRICS", "OVER_TOLERANCE", "loads_known", "load_metrics", "cheap_peak_bound", "member_loads",
            "active_members"]

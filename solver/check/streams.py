@@ -36,8 +36,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..result import Decision, Finished, Violation
 from ..model.streams import ClientAssignment, StreamsSnapshot, task_key
+from ..result import Decision, Finished, Violation
 from .streams_tables import eligible_pairs, fully_spread, rack_tables, tag_combinations, tag_spread_improvement
 
 __all__ = [

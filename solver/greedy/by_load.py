@@ -41,10 +41,10 @@ import heapq
 
 import numpy as np
 
-from ..model.consumer import ConsumerSnapshot
 from ..check.answer import ArrayAssignment
-from ..load import load_model
 from ..check.load import loads_known
+from ..load import load_model
+from ..model.consumer import ConsumerSnapshot
 from ..registry import SolveOptions
 from ..result import Decision
 

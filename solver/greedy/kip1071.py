@@ -65,9 +65,9 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from ..model.streams import ClientAssignment, StreamsSnapshot, parse_task_id, task_key
 from ..registry import SolveOptions
 from ..result import Decision
-from ..model.streams import ClientAssignment, StreamsSnapshot, parse_task_id, task_key
 
 __all__ = ["assign_kip1071", "RULES_NOT_FOLLOWED"]
 

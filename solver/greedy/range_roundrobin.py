@@ -42,8 +42,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..model.consumer import ConsumerSnapshot, Member
 from ..check.answer import ArrayAssignment
+from ..model.consumer import ConsumerSnapshot, Member
 from ..registry import SolveOptions
 from ..result import Decision
 

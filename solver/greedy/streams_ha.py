@@ -52,10 +52,10 @@ from typing import Any
 
 import numpy as np
 
+from ..check.streams_tables import tag_combinations
+from ..model.streams import StreamsSnapshot
 from ..registry import SolveOptions
 from ..result import Decision
-from ..model.streams import StreamsSnapshot
-from ..check.streams_tables import tag_combinations
 from .streams_state import HAState, assign_stateless, assign_standbys, repair_tag_spread, spread_keys
 
 __all__ = ["assign_high_availability", "balanced_target", "water_fill", "move_actives", "move_standbys",

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.streams import StreamsSnapshot
 from ..registry import SolveOptions
 from ..result import Decision
-from ..model.streams import StreamsSnapshot
 from .streams_state import HAState, assign_stateless, assign_standbys, repair_tag_spread, spread_keys
 
 __all__ = ["assign_learner"]

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.streams import StreamsSnapshot
 from ..check.streams_tables import rack_tables
+from ..model.streams import StreamsSnapshot
 
 __all__ = ["optimize_active_tasks", "optimize_standby_tasks", "MAX_STANDBY_ARCS", "subtopology_of"]
 

@@ -15,8 +15,8 @@ import heapq
 
 import numpy as np
 
-from ..model.streams import ClientAssignment, StreamsSnapshot, task_key
 from ..check.streams_tables import RACK_KEY, fully_spread, tag_combinations, tag_spread_improvement
+from ..model.streams import ClientAssignment, StreamsSnapshot, task_key
 
 __all__ = ["HAState", "spread_keys", "assign_standbys", "repair_tag_spread", "assign_stateless"]
 

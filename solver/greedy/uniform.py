@@ -48,9 +48,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..check.answer import ArrayAssignment
 from ..model.consumer import ConsumerSnapshot
 from ..model.consumer_claims import previous_owners
-from ..check.answer import ArrayAssignment
 from ..registry import SolveOptions
 from ..result import Decision
 

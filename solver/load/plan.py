@@ -38,9 +38,9 @@ import numpy as np
 
 from ..check.answer import ArrayAssignment
 from ..check.load import cheap_peak_bound
+from ..result import Decision
 from .problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem, measure, partition_bound,
                       peak_limit, readers_of, topic_classes)
-from ..result import Decision
 
 __all__ = ["sticky_plan", "aimed_plan", "fallback", "release", "fill", "give_back", "water_level"]
 

@@ -30,14 +30,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..check.plan import check_plan, plan_measures
 from ..errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                       UnknownAssignorError)
-from .bounds import count_bound
-from ..check.plan import check_plan, plan_measures
-from .methods import EXACT, HEURISTICS, INCUMBENTS, PlanDecision, best_of, get_method, run_heuristic
-from .problem import PlanProblem, plan_problem, scaled_weights
 from ..registry import SolveOptions
 from ..result import SolverInfo
+from .bounds import count_bound
+from .methods import EXACT, HEURISTICS, INCUMBENTS, PlanDecision, best_of, get_method, run_heuristic
+from .problem import PlanProblem, plan_problem, scaled_weights
 
 __all__ = ["PLAN_FORMAT", "Plan", "plan", "solve_plan"]
 
