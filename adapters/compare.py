@@ -144,10 +144,10 @@ def _peer_assignor(name: str) -> Callable[..., Any]:
 
 
 def _register_peers() -> None:
-    from stickyflow.registry import _REGISTRY, register_assignor
+    from stickyflow.registry import register_assignor, registered_assignor
 
     for p in PEERS:
-        if (p, "consumer") not in _REGISTRY:
+        if registered_assignor(p, "consumer") is None:
             register_assignor(p, _peer_assignor(p[3:]), kinds=("consumer",),
                               description=f"kafka-python's {p[3:]} assignor, in process")
 
@@ -185,11 +185,11 @@ def check_assignors(names: Sequence[str]) -> tuple[str, ...]:
 
 
 def _serves(name: str, kind: str) -> bool:
-    from stickyflow.registry import _REGISTRY
+    from stickyflow.registry import registered_assignor
 
     if is_plan(name):  # plans have rows of their own (plan_compare_rows)
         return False
-    return (name, kind) in _REGISTRY or ":" in name
+    return registered_assignor(name, kind) is not None or ":" in name
 
 
 # --------------------------------------------------------------------------- one snapshot, every assignor
@@ -223,10 +223,10 @@ class _Worker:
                              time_limit=self.time_limit)
 
     def text_rows(self, text: Any, index: int, source: str | None) -> list[dict[str, Any]]:
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         try:
-            doc = _jsonio.loads(text) if isinstance(text, (str, bytes)) else text
+            doc = jsonio.loads(text) if isinstance(text, (str, bytes)) else text
         except ValueError as exc:
             return [_error_row(f"snapshot: is not valid JSON ({str(exc).splitlines()[0][:120]})", suite=source,
                                index=index)]

@@ -56,8 +56,8 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
 import stickyflow
-from stickyflow.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from stickyflow.errors import BackendMissingError
+from stickyflow.model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from stickyflow.result import AssignmentResult
 
 try:  # kafka-python (3.x has the cooperative protocol; 2.x shares the legacy interface with aiokafka)

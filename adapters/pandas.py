@@ -31,8 +31,8 @@ import os
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from stickyflow import _jsonio
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, StickyflowError, UnknownAssignorError
+from stickyflow.model import jsonio
 
 __all__ = [
     "RESULT_COLUMNS",
@@ -101,11 +101,11 @@ def result_row(result: Any, *, source: str | None = None, include_result: bool =
         "bound": _float_or_none(s.bound),
         "wall_s": float(s.wall_s),
         "followup_rebalance_deadline_ms": _int_or_none(result.followup_rebalance_deadline_ms),
-        "metrics": _jsonio.dumps(dict(m)).decode(),
+        "metrics": jsonio.dumps(dict(m)).decode(),
         "error": None,
     }
     if include_result:
-        row["result"] = _jsonio.dumps(result.to_json()).decode()
+        row["result"] = jsonio.dumps(result.to_json()).decode()
     return row
 
 
@@ -136,7 +136,7 @@ def solve_text(text: str | bytes | Mapping[str, Any], assignors: Sequence[str], 
     doc: Any = text
     if isinstance(text, (str, bytes)):
         try:
-            doc = _jsonio.loads(text)
+            doc = jsonio.loads(text)
         except ValueError as exc:
             return error_rows(f"snapshot: is not valid JSON ({str(exc).splitlines()[0][:120]}; starts {_excerpt(text)})",
                               assignors, source=source, wall_s=time.perf_counter() - t0, include_result=include_result)
@@ -214,7 +214,7 @@ def snapshots_frame(snapshots: Iterable[Any]):
     >>> snapshots_frame(suite("kip"))["kind"].value_counts().to_dict()
     {'consumer': 6, 'streams': 5}
     """
-    from stickyflow.datasets.io import Record, _as_row
+    from stickyflow.datasets.io import Record, as_row
 
     rows = []
     for s in snapshots:
@@ -223,7 +223,7 @@ def snapshots_frame(snapshots: Iterable[Any]):
             source, s = s.source, s.text
         elif isinstance(s, os.PathLike) or (isinstance(s, str) and not s.lstrip().startswith(("{", "["))):
             source = str(s)
-        text, ident, kind = _as_row(s)
+        text, ident, kind = as_row(s)
         rows.append({"id": ident, "kind": kind, "source": source,
                      "snapshot": text.decode() if isinstance(text, bytes) else text})
     return _typed_frame(rows, SNAPSHOT_COLUMNS)
@@ -239,7 +239,7 @@ def frame_snapshots(frame: Any, *, column: str = "snapshot") -> list[dict[str, A
     out = []
     for i, text in enumerate(frame[column].tolist()):
         try:
-            out.append(_jsonio.loads(text))
+            out.append(jsonio.loads(text))
         except (ValueError, TypeError) as exc:
             raise InvalidSnapshotError(Problem(f"{column}[{i}]", f"is not valid JSON ({str(exc)[:120]})")) from None
     return out
@@ -264,7 +264,7 @@ def frame_results(frame: Any) -> list[dict[str, Any] | None]:
     if "result" not in frame.columns:
         raise ValueError("frame: has no 'result' column (make it with include_result=True)")
     pd = _pd()
-    return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _jsonio.loads(v)
+    return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else jsonio.loads(v)
             for v in frame["result"].tolist()]
 
 

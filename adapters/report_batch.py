@@ -96,14 +96,14 @@ def _size_column(frame):
                 rows = (frame["kind"] == kind) & size.isna()
                 size[rows] = pd.to_numeric(frame.loc[rows, name], errors="coerce")
     if "metrics" in frame.columns and size.isna().any():  # the batch keeps every metric as JSON text
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         for i in frame.index[size.isna()]:
             text = frame.at[i, "metrics"]
             if not isinstance(text, str) or not text:
                 continue
             try:
-                m = _jsonio.loads(text)
+                m = jsonio.loads(text)
             except ValueError:
                 continue
             value = m.get("partitions") if frame.at[i, "kind"] == "consumer" else m.get("tasks")
