@@ -25,6 +25,10 @@ sizes cycle so that results can be plotted against size):
 ``headline``       the speed study: consumer groups of 1,000 partitions x 100 members and 1,000-task Streams apps, alternating
 ``tiny``           12-partition groups and 8-task apps, every scenario in turn: the machinery at any count (100,000 and up)
 
+Load suites (consumer groups with ``"balance": "load"``, :mod:`stickyflow.datasets.load_scenarios`):
+``hot-partitions`` (Zipf hot partitions), ``skewed-topics`` (one topic 10x as busy) and ``rate-drift`` (balanced
+by load, then the rates drifted).
+
 >>> [d["id"] for d in suite("kip")][:2]
 ['kip/consumer/kip54-example1-c1-leaves/0', 'kip/consumer/kip54-example2-c0-leaves/1']
 >>> len(suite("bench", n=5))
@@ -41,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .generators import SCENARIOS, SNAPSHOT_FORMAT, consumer_snapshot, streams_snapshot
+from .load_scenarios import LOAD_SUITES
 
 __all__ = ["SUITES", "STUDY_SUITES", "suite", "iter_suite", "suite_item", "suite_count", "bundled_path", "load_bundled",
            "write_bundled", "BUNDLED"]
@@ -322,6 +327,7 @@ _INDEXED: dict[str, tuple[Callable[[int, int], dict[str, Any]], int, str]] = {
     "headline": (_headline, 1_000, "1,000 x 100 consumer groups and 1,000-task Streams apps, alternating"),
     "tiny": (_tiny, 1_000, "tiny snapshots of both kinds, every scenario: for testing the machinery at any count"),
 }
+_INDEXED.update(LOAD_SUITES)
 STUDY_SUITES = tuple(n for n in _INDEXED if n not in ("headline", "tiny"))
 SUITES.update({name: desc for name, (_, _, desc) in _INDEXED.items()})
 _FIXED_CACHE: dict[str, list[dict[str, Any]]] = {}
