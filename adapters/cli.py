@@ -77,7 +77,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 # subcommands defined in other modules of this package: name(s) -> module with add_parser(subparsers)
 _EXTENSIONS = {"batch": "cli_batch", "report": "cli_report", "simulate": "cli_simulate", "bench": "cli_bench",
-               "compare": "cli_compare", "decode, capture": "cli_capture"}
+               "compare": "cli_compare", "decode, capture": "cli_capture", "plan": "cli_plan"}
 
 
 def _extensions_for(argv: Sequence[str] | None) -> list[str]:

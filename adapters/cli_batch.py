@@ -31,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     b.add_argument("input", metavar="INPUT", help="folder of .json files, a .jsonl file, or a Parquet dataset")
     b.add_argument("output", metavar="OUTPUT", help="Parquet dataset to write (replaced if it exists)")
     b.add_argument("--assignors", default="optimal,sticky",
-                   help="comma-separated assignor names or module:function (default: optimal,sticky)")
+                   help="comma-separated assignor names, module:function, or plan:METHOD for a plan method "
+                        "(default: optimal,sticky)")
     b.add_argument("--master", type=master_url, default=None,
                    help="Spark master URL, e.g. local[2] or spark://host:7077 (default: local[*])")
     b.add_argument("--format", choices=("json", "jsonl", "parquet"), default=None,
@@ -59,6 +60,9 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         existing_path(local, kind="file or folder (INPUT)")
     output_location(args.output)
     assignor_names(args.assignors, "--assignors")
+    from .plan_rows import check_plan_names
+
+    check_plan_names(args.assignors.split(","))  # plan:METHOD names a plan method
     conf = dict(args.conf)
 
     from stickyflow.adapters.spark import run_batch

@@ -34,7 +34,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("source", metavar="SOURCE", help="suite:NAME[,NAME...] or a dataset (JSON folder, .jsonl, Parquet)")
     p.add_argument("--assignors", default="optimal,sticky,range,roundrobin",
                    help="comma-separated: registered names (stickyflow assignors), kp-sticky, kp-range, "
-                        "kp-roundrobin (kafka-python's), or module:function (default optimal,sticky,range,roundrobin)")
+                        "kp-roundrobin (kafka-python's), plan:METHOD (a plan method, e.g. plan:optimal, plan:mwf), "
+                        "or module:function (default optimal,sticky,range,roundrobin)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output folder (created; files replaced)")
     p.add_argument("--master", type=master_url, default=None, help="Spark master URL (runs on Spark), e.g. local[2]")
     p.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",

@@ -2,6 +2,9 @@
 
 ``stickyflow simulate SCENARIO [-o OUTDIR] [--assignors optimal,sticky] [--readiness eager,conservative]``
 
+A rate trace in place of SCENARIO (``trace:jpdc``, ``trace:walk:...``, a trace file)
+plays an autoscaler instead: see :mod:`stickyflow.adapters.cli_trace`.
+
 SCENARIO is a scenario JSON file (see :func:`stickyflow.datasets.simulator.scenario_from_json`)
 or ``preset:NAME[:SEED]`` (``consumer-cooperative``, ``consumer-eager``,
 ``streams-warmup``, ``streams-learner``, ``streams-standbys``). The rounds to
@@ -35,7 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "rebalances for each assignor; print the rounds each needs to settle after each "
                     "disturbance, and with -o write CSV tables, a PNG plot and an HTML page.")
     p.add_argument("scenario", metavar="SCENARIO", help="scenario JSON file, or preset:NAME[:SEED] (presets: "
-                   "consumer-cooperative, consumer-eager, streams-warmup, streams-learner, streams-standbys)")
+                   "consumer-cooperative, consumer-eager, streams-warmup, streams-learner, streams-standbys); or a "
+                   "rate trace: a trace JSON file, trace:jpdc[:SEED] or trace:walk:key=value,... (see below)")
     p.add_argument("-o", "--output", default=None, help="output folder for CSV, PNG and HTML")
     p.add_argument("--assignors", default="optimal,sticky",
                    help="comma-separated assignor names or module:function (default optimal,sticky)")
@@ -47,6 +51,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int_at_least(0), default=None, help="seed of a preset (same as preset:NAME:SEED)")
     p.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS", help="solver time limit per round")
     p.add_argument("--rounds-table", action="store_true", help="also print every round")
+    from .cli_trace import add_trace_options
+
+    add_trace_options(p)
     p.set_defaults(func=run, cli_arguments=("SCENARIO", "preset"), cli_assignor_option="--assignors")
     return p
 
@@ -64,6 +71,13 @@ def _preset(text: str, seed: int | None) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .cli_trace import is_trace, run_trace
+
+    if is_trace(args.scenario):
+        return run_trace(args)
+    for option in ("methods", "every", "trigger", "drain", "pause", "seeds", "deltas"):
+        if getattr(args, option) is not None:
+            raise BadInput(f"option --{option}", "applies to a rate trace (trace:... or a trace file) only")
     assignors = assignor_names(args.assignors, "--assignors")
     if args.output:
         output_location(args.output)  # made once the simulation has run

@@ -49,6 +49,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from stickyflow.errors import InvalidSnapshotError, Problem, UnknownAssignorError
 
 from .load_rows import COMPARE_LOAD_COLUMNS, LOAD_AGGREGATES, load_fields, share_bound
+from .plan_rows import PLAN_COLUMNS, check_plan_names, is_plan, plan_compare_rows
 from .progress import Ticker
 
 __all__ = [
@@ -73,6 +74,7 @@ ROW_COLUMNS: dict[str, str] = {
     "converged": "bool", "converge_moves": "int64", "converge_min": "double", "error": "string",
     **COMPARE_LOAD_COLUMNS,  # balance by load: peak_utilization, ..., peak_ratio (adapters/load_rows.py)
 }
+ROW_COLUMNS.update(PLAN_COLUMNS)  # plan:METHOD rows (stickyflow.adapters.plan_rows)
 PEERS = ("kp-sticky", "kp-range", "kp-roundrobin")
 ERROR_STATUSES = ("invalid", "error")
 DEFAULT_ROUNDS = 30
@@ -161,8 +163,9 @@ def check_assignors(names: Sequence[str]) -> tuple[str, ...]:
     if not names:
         raise UnknownAssignorError("--assignors: names no assignor")
     known = set(available_assignors())
+    check_plan_names(names)
     for n in names:
-        if n in known:
+        if n in known or is_plan(n):
             continue
         if n in PEERS:
             try:
@@ -186,6 +189,8 @@ def check_assignors(names: Sequence[str]) -> tuple[str, ...]:
 def _serves(name: str, kind: str) -> bool:
     from stickyflow.registry import _REGISTRY
 
+    if is_plan(name):  # plans have rows of their own (plan_compare_rows)
+        return False
     return (name, kind) in _REGISTRY or ":" in name
 
 
@@ -345,7 +350,7 @@ def snapshot_rows(doc: Any, assignors: Sequence[str], *, suite: str | None = Non
         else:
             row.update(_play(snap, name, rounds, time_limit))
         out.append(row)
-    return out
+    return out + plan_compare_rows(snap, assignors, base, list(ROW_COLUMNS), time_limit=time_limit)
 
 
 def _result_fields(snap: Any, result: Any) -> dict[str, Any]:
@@ -395,6 +400,7 @@ _METRICS = (
     ("rounds_mean", "mean", "rounds"), ("rounds_max", "max", "rounds"), ("not_converged", "sum", "stuck"),
     ("converge_moves_mean", "mean", "converge_moves"), ("converge_min_mean", "mean", "converge_min"),
     ("size_mean", "mean", "size"),
+    ("plan_members_mean", "mean", "plan_members"), ("plan_moved_load_mean", "mean", "plan_moved_load"),
     ("wall_ms_mean", "mean", "wall_ms"), ("wall_ms_p50", "median", "wall_ms"), ("wall_ms_p95", "p95", "wall_ms"),
     ("wall_ms_max", "max", "wall_ms"),
 ) + LOAD_AGGREGATES
@@ -493,7 +499,7 @@ def _spark_aggregate(df: Any) -> dict[str, Any]:
     f = df.select(
         *[F.coalesce(F.col(c), F.lit("(unknown)")).alias(c) for c in ("suite", "kind", "assignor")],
         "moves", "standby_moves", "imbalance", "cross_rack", "cost", "rounds", "converge_moves", "converge_min",
-        "size", "wall_ms",
+        "size", "wall_ms", "plan_members", "plan_moved_load",
         is_error.alias("is_error"),
         *_LOAD_INPUTS,
         F.col("balanced").cast("int").alias("balanced_int"),

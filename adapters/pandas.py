@@ -155,6 +155,12 @@ def solve_text(text: str | bytes | Mapping[str, Any], assignors: Sequence[str], 
                           include_result=include_result)
     rows: list[dict[str, Any]] = []
     for name in assignors:
+        if name.startswith("plan:"):  # a plan method: stickyflow.adapters.plan_rows
+            from .plan_rows import plan_batch_row
+
+            rows.append(plan_batch_row(snap, name, source=source, time_limit=time_limit, seed=seed,
+                                       num_workers=num_workers, include_result=include_result))
+            continue
         t1 = time.perf_counter()
         try:
             result = stickyflow.assign(snap, name, time_limit=time_limit, seed=seed, num_workers=num_workers)

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "legend_outside", "without_na"]
+__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "legend_outside", "without_na", "pyplot"]
 
 MISSING = "\u2014"  # an em dash: how a table shows a value that is missing (pandas would print <NA> or NaN)
 
@@ -60,6 +60,9 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+pyplot = _pyplot  # the public name, for modules outside this family
 
 
 def _save(fig, path: str | Path | None) -> bytes:

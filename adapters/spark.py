@@ -371,7 +371,10 @@ def _check_assignor_names(names: Sequence[str]) -> None:
     from stickyflow.errors import UnknownAssignorError
     from stickyflow.registry import available_assignors
 
+    from .plan_rows import check_plan_names
+
     known = set(available_assignors())
+    check_plan_names(names)
     for n in names:
         if n not in known and ":" not in n:
             raise UnknownAssignorError(f"assignors: {n!r} is not a registered assignor (known: {', '.join(sorted(known))})")

@@ -24,6 +24,7 @@ sizes cycle so that results can be plotted against size):
 ``large``          10,000-partition consumer groups (100 and 1,000 members) and 10,000-task Streams apps
 ``headline``       the speed study: consumer groups of 1,000 partitions x 100 members and 1,000-task Streams apps, alternating
 ``tiny``           12-partition groups and 8-task apps, every scenario in turn: the machinery at any count (100,000 and up)
+``traces``         consumer groups of 16 to 64 partitions with rates from the thesis's random walks and a capacity, owned as a plan left them: for ``plan:METHOD``
 
 Load suites (consumer groups with ``"balance": "load"``, :mod:`stickyflow.datasets.load_scenarios`):
 ``hot-partitions`` (Zipf hot partitions), ``skewed-topics`` (one topic 10x as busy) and ``rate-drift`` (balanced
@@ -313,6 +314,17 @@ def _tiny(i: int, seed: int) -> dict[str, Any]:
     return _streams(i, seed, "tiny", sc, 8, 3, 2)
 
 
+def _traces(i: int, seed: int) -> dict[str, Any]:
+    """A plan's input: 16, 32 or 64 partitions in two topics at the rates of the thesis's random walk (delta 5
+    or 25), each owned where the modified-worst-fit plan of the step before put it."""
+    from .traces import walk_snapshot
+
+    delta = (5, 25)[i % 2]
+    partitions = (16, 32, 64)[(i // 2) % 3]
+    return walk_snapshot(partitions=partitions, delta=delta, seed=_seed(seed, i),
+                         id=f"traces/consumer/walk-delta{delta}/{i}")
+
+
 # name -> (make(i, seed), default count, description in one line)
 _INDEXED: dict[str, tuple[Callable[[int, int], dict[str, Any]], int, str]] = {
     "rolling": (_rolling, 16, "rolling restarts: static consumers with stale KIP-341 claims, Streams clients "
@@ -326,6 +338,7 @@ _INDEXED: dict[str, tuple[Callable[[int, int], dict[str, Any]], int, str]] = {
     "large": (_large, 6, "10,000-partition consumer groups and 10,000-task Streams apps"),
     "headline": (_headline, 1_000, "1,000 x 100 consumer groups and 1,000-task Streams apps, alternating"),
     "tiny": (_tiny, 1_000, "tiny snapshots of both kinds, every scenario: for testing the machinery at any count"),
+    "traces": (_traces, 12, "consumer groups with partition rates (random walks) and a capacity: plans' input"),
 }
 _INDEXED.update(LOAD_SUITES)
 STUDY_SUITES = tuple(n for n in _INDEXED if n not in ("headline", "tiny"))

@@ -81,6 +81,10 @@ def solve_consumer(snapshot: ConsumerSnapshot, options: SolveOptions | None = No
     ([0, 1], [2], 1)
     """
     options = options or SolveOptions()
+    if snapshot.config.balance == "load":  # balanced by load: a model of its own (load_opt.py)
+        from .load_opt import solve_load
+
+        return solve_load(snapshot, options)
     method = options.method or "flow"
     if method == "networkx":
         from .consumer_nx import solve_consumer_networkx

@@ -190,6 +190,8 @@ class StreamsModel:
     combo_count: np.ndarray
     max_moves: int | None
     rack_aware: bool
+    movements_first: bool = False   # the fewest movements before the cost (learner mode by default)
+    round_price: int = 0            # ... what each movement then pays on top (see round_price)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def active_cost(self, t, c) -> np.ndarray:
@@ -218,9 +220,10 @@ class StreamsModel:
         target (a warm-up, or a covering standby, unless the target held the task in some role), and it moves
         from the holder to the target once caught up. The converged cost counts one move from the previous
         client to the target; this is the rest, so that a plan pays for its path: a task bounced away from a
-        lagging previous client and back pays both moves. Callers mask it to movements.
+        lagging previous client and back pays both moves. In learner mode each movement also pays
+        ``round_price`` (:func:`round_price`: the fewest movements come first). Callers mask it to movements.
 
-        >>> m = type("M", (), {"T": 1})()
+        >>> m = type("M", (), {"T": 1, "round_price": 0})()
         >>> m.noc, m.had, m.owner, m.holder = np.array([1]), np.array([True]), np.array([0]), np.array([0])
         >>> m.held_keys = np.array([0 * 1 + 0])         # client 0 ran the task; client 1 held it in no role
         >>> StreamsModel.movement_cost(m, [0], [1]).tolist()   # warm-up on 1 (a restoration), then the move
@@ -237,12 +240,39 @@ class StreamsModel:
         had, owner = self.had[t], self.owner[t]
         away = had & (self.holder[t] != owner)       # it runs elsewhere meanwhile: one more move
         counted = had & (c != owner)                  # the move the converged cost counts already
-        return self.noc[t] * (fresh.astype(np.int64) + 1 + away.astype(np.int64) - counted.astype(np.int64))
+        return self.noc[t] * (fresh.astype(np.int64) + 1 + away.astype(np.int64) - counted.astype(np.int64)) \
+            + self.round_price
 
     def subtopology_boxes(self) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         """Per subtopology, its Balanced boxes (``balance_subtopology``)."""
         n_g = np.bincount(self.sub, minlength=self.G)
         return [balance_boxes(int(n_g[g]), self.threads, self.bf) for g in range(self.G)]
+
+
+def round_price(m: StreamsModel) -> int:
+    """What a movement pays on top of its way where the fewest movements come first (``movements_first``:
+    learner mode unless the option says otherwise): one more than any plan's cost can be (the converged cost
+    and the way, every term at its dearest), so that the fewest movements come first and the cost decides
+    among them; 0 otherwise, where the cost comes first (the spec's order).
+
+    In learner mode each movement takes a rebalance of its own (one learner a rebalance), so rounds are
+    movements. Priced at their cost alone, plans moved tasks one probing rebalance after another to save
+    traffic: on 8 of the benchmark's 288 plays the greedy settled in fewer rounds (35 against 1 on `lag_skew`
+    t118-c7), at least as balanced, where issue 37 asks for no more rounds as well as no higher total. With
+    the fewest movements first, both hold on all 288 (docs/streams.md, "Learner mode: rounds first").
+
+    >>> m = type("M", (), {"movements_first": True, "constrained": np.array([True, False]),
+    ...                    "stateful": np.array([True, False]),
+    ...                    "act_cell": np.array([[0, 10], [0, 1]]), "rep_cell": np.array([[0, 10], [0, 0]]),
+    ...                    "move_cost": np.array([1, 0]), "noc": np.array([1, 0]), "want": 1})()
+    >>> round_price(m)   # task 0: 10 + 1 + 3 (its way) + 11 (a standby); task 1: 1; and one more
+    27
+    """
+    if not m.movements_first or not m.constrained.any():
+        return 0
+    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + 3 * np.where(m.constrained, m.noc, 0)
+    rep = m.rep_cell.max(axis=1, initial=0) + m.noc
+    return int((act + m.want * np.where(m.stateful, rep, 0)).sum()) + 1
 
 
 def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> StreamsModel:
@@ -334,6 +364,11 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
     if C:
         model.boxes = balance_boxes(T, threads, bf)
         model.boxes_stateful = balance_boxes(int(stateful.sum()), threads, bf)
+    mf = extra.get("movements_first")
+    if mf is not None and not isinstance(mf, bool):
+        raise StickyflowError(f"movements_first: must be true, false or None (learner mode), not {mf!r}")
+    model.movements_first = model.learner if mf is None else mf
+    model.round_price = round_price(model)
 
     # local state, for where standbys go on ties
     st_mask = stateful[idx.lag_task] if len(idx.lag_task) else np.zeros(0, dtype=bool)
@@ -499,7 +534,9 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
     ``bound`` is the proven bound when nothing waits (what runs is then the
     converged assignment), else None. ``extra`` carries ``target_cost`` and
     ``target_bound``: the converged assignment's cost and the proven bound on
-    it, which ``status`` (``"optimal"`` when they meet) is about.
+    it, which ``status`` (``"optimal"`` when they meet) is about. In learner
+    mode the fewest movements come first (:func:`round_price`): the bound is
+    then on the plans with no more movements than this one.
     """
     m = model
     snap = m.snap
@@ -536,13 +573,20 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
     status = plan.status
     extra = dict(plan.extra)
     extra.pop("task_rank", None)
-    extra.update(target_cost=tcost, target_bound=bound, movements=int(moving.sum()),
-                 covered_by_standby=int(covered.sum()), warmups=int((plan.warmup >= 0).sum()))
+    extra.update(movements=int(moving.sum()), covered_by_standby=int(covered.sum()),
+                 warmups=int((plan.warmup >= 0).sum()))
     if bound is not None and bound > tcost:  # never claim a bound the solution beats: a bug, not a bound
         bound = None
-        extra["target_bound"] = None
     if status == "optimal" and bound is not None and bound != tcost:
         status = "feasible"
+    # learner mode: the round price of the plan's movements, out of what is reported; a bound less that price
+    # still bounds the cost of every plan with no more movements (each pays the price at least that often)
+    paid = m.round_price * int(moving.sum())
+    if m.round_price:
+        extra["round_price"] = m.round_price
+    tcost -= paid
+    bound = None if bound is None else bound - paid
+    extra.update(target_cost=tcost, target_bound=bound)
     if waits:  # what runs is not the converged assignment: the bound (on that one) is in extra only
         bound = None
     return Decision(assignment=assignment, method=plan.method, status=status, objective=cost, bound=bound,

@@ -26,7 +26,8 @@ eligible} x[t, c]`` on the task's holder.
 
     minimize, lexicographically: sum_k e_k; the cost of the converged assignment and the way there
         sum active_cost(t, c) x[t, c] + sum standby_cost(t, c) s[t, c]
-        + sum_{c not eligible for t} movement_cost(t, c) x[t, c] (restorations and moves of waiting);
+        + sum_{c not eligible for t} movement_cost(t, c) x[t, c] (restorations and moves of waiting;
+        in learner mode also the round price, so that the fewest movements come before the cost);
         movements (each a round of waiting), then active tasks leaving their previous client;
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.
@@ -62,8 +63,8 @@ from stickyflow.registry import SolveOptions
 from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, converged_standbys, count_excess,
                              decision_plan, in_sorted, movements, plan_decision, round_standbys, target_cost)
 
-__all__ = ["solve_cpsat", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD", "WALL_GUARD_S",
-           "DETERMINISTIC_WORKERS"]
+__all__ = ["solve_cpsat", "cp_model_module", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD",
+           "WALL_GUARD_S", "DETERMINISTIC_WORKERS"]
 
 FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
 DEFAULT_TIME_LIMIT = 10.0
@@ -93,6 +94,12 @@ DETERMINISTIC_WORKERS = 1
 #: 33 s; at 400 x 40 its presolve used up the first stage's time (nothing found, 5 s); at 1,000 x 100 it
 #: returned the start after 16 to 21 s, and at 10,000 x 1,000 found nothing after 14 s.
 START_ONLY_PAIRS = 3_000
+
+
+def cp_model_module():
+    """OR-Tools' ``cp_model`` for every CP-SAT formulation, imported as :func:`_import_cp_model` says (typed error
+    when OR-Tools is missing)."""
+    return _cp()
 
 
 def _cp():

@@ -17,7 +17,8 @@ least with the active on ``c`` (the ``want`` cheapest other clients, a held
 one free of the standby move: these are the converged standbys, away from the
 target), ``way(t, c)`` what a movement costs on its way
 (:meth:`.streams_common.StreamsModel.movement_cost`, 0 where ``c`` is
-eligible), and the last two terms, together below one unit
+eligible; in learner mode with the round price, so that the fewest movements
+come first), and the last two terms, together below one unit
 of cost (:func:`tie_weights`), prefer among equal costs a target that can run
 at once (no warm-up), then one that moves fewer tasks (a stateless task under
 ``min_traffic`` costs nothing to move, and must not move for nothing). The
@@ -295,7 +296,7 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, conside
     K = PRICE_UNITS
     S, hi = _replica_caps(m)
     scaled = replace(m, act_cell=m.act_cell * K, rep_cell=m.rep_cell * K, move_cost=m.move_cost * K,
-                     noc=m.noc * K, hold_cost=m.hold_cost * K)
+                     noc=m.noc * K, hold_cost=m.hold_cost * K, round_price=m.round_price * K)
     count = np.bincount(target, minlength=m.C) + _free_standbys(m, S, target, hi, spread=False)
     lam = np.maximum(0, np.sign(count - hi))
     values: list[int] = []
@@ -373,7 +374,36 @@ def _shift_replicas(m: StreamsModel, lam: np.ndarray) -> StreamsModel:
 
 def _free_standbys(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.ndarray, spread: bool = True
                    ) -> np.ndarray:
-    """Standbys per client when each goes where it is cheapest for ``target``, capacities ignored.
+    """Standbys per client when each goes where it is cheapest for ``target``, capacities ignored
+    (:func:`free_placement`); where the standby flow cannot place them (a rack pool too small), each at its
+    cheapest held client."""
+    placed = free_placement(m, S, target, hi, spread)
+    if placed is not None:
+        return np.bincount(placed[1], minlength=m.C)
+    ht, hc = m.held_t, m.held_c
+    ok = m.stateful[ht] & (hc != target[ht])
+    ht, hc = ht[ok], hc[ok]
+    price = m.standby_cost(ht, hc)
+    o = np.lexsort((price, ht))
+    ht, hc, price = ht[o], hc[o], price[o]
+    first = np.r_[True, ht[1:] != ht[:-1]] if len(ht) else np.zeros(0, dtype=bool)
+    ht, hc, price = ht[first], hc[first], price[first]
+    fresh = (m.rep_cell + m.noc[:, None]).min(axis=1)
+    return np.bincount(hc[price <= fresh[ht]], minlength=m.C)
+
+
+def free_placement(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.ndarray, spread: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The converged standbys (task, client) of ``target``, each where it is cheapest, capacities ignored:
+    the standby part of the relaxation that the replica prices correct, so its counts are what the prices
+    follow. None where the standby flow cannot place them.
+
+    What runs this round is the target, except a movement, which runs on its holder: tags spread around that
+    (a standby on the holder, covering the movement, shows the target's values this round). Spread around the
+    target instead, as before 2026-11-28, a cover looked like a second replica in the target's zone and was
+    priced away: the counts were of a dearer placement than the floor's (on most small tagged instances), the
+    prices went to the wrong clients, and the scale benchmark's `tags` cases stalled 1% to 2% below their
+    plans (docs/streams.md, "Scale").
 
     With ``spread``, among the cheapest placements the one that fills clients least beyond ``hi`` (the
     replica caps): equally cheap clients (a rack pool's, above all) share the standbys instead of one of them
@@ -382,22 +412,15 @@ def _free_standbys(m: StreamsModel, S: np.ndarray, target: np.ndarray, hi: np.nd
     """
     top = hi if spread else np.full(m.C, m.T * (m.want + 1) + 1, dtype=np.int64)
     box = (np.zeros(m.C, dtype=np.int64), top)
+    moving = movements(m, target)
+    active = np.where(moving, m.holder, target)
+    cls, allowed = allowed_combos(m, active)
     try:
-        cls, allowed = allowed_combos(m, target)
-        _, cs, _, _ = _standby_flow(m, S, target, target, movements(m, target), cls, allowed,
-                                    np.bincount(target, minlength=m.C), box, cost_first=True)
-        return np.bincount(cs, minlength=m.C)
-    except (SolverFaultError, InfeasibleError):  # a rack pool too small, or tags: each at its cheapest held
-        ht, hc = m.held_t, m.held_c
-        ok = m.stateful[ht] & (hc != target[ht])
-        ht, hc = ht[ok], hc[ok]
-        price = m.standby_cost(ht, hc)
-        o = np.lexsort((price, ht))
-        ht, hc, price = ht[o], hc[o], price[o]
-        first = np.r_[True, ht[1:] != ht[:-1]] if len(ht) else np.zeros(0, dtype=bool)
-        ht, hc, price = ht[first], hc[first], price[first]
-        fresh = (m.rep_cell + m.noc[:, None]).min(axis=1)
-        return np.bincount(hc[price <= fresh[ht]], minlength=m.C)
+        ts, cs, _, _ = _standby_flow(m, S, active, target, moving, cls, allowed,
+                                     np.bincount(target, minlength=m.C), box, cost_first=True)
+    except (SolverFaultError, InfeasibleError):  # a rack pool too small, or tags
+        return None
+    return ts, cs
 
 
 def _counts_balanced(m: StreamsModel, plan: StreamsPlan) -> dict[str, bool]:
@@ -873,7 +896,8 @@ def tie_weights(m: StreamsModel, floor: "StandbyFloor | None" = None) -> tuple[i
     int64, ``L = 1`` and ``K = 2 T + 1``: the cost still first, the two ties summed.
     """
     T = m.T
-    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + 3 * np.where(m.constrained, m.noc, 0)  # the way
+    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + \
+        np.where(m.constrained, 3 * m.noc + m.round_price, 0)  # the way
     rep = m.rep_cell.max(axis=1, initial=0) + m.noc
     extra = floor.upper() if floor is not None else 0
     upper = int((act + extra + (m.want + 1) * np.where(m.stateful, rep, 0)).sum()) + 1

@@ -26,7 +26,9 @@ stateful task; what the clients run this round follows from it:
                 non_overlap_cost (StreamsModel.movement_cost: meanwhile it runs on its holder, a move unless
                 that is its previous client; its state is restored on the target unless the target held it;
                 then it moves), so that what the next rounds cost is priced now (issue 37); then the fewest
-                movements (each waits a round); then the fewest active tasks leaving their client
+                movements (each waits a round); then the fewest active tasks leaving their client.
+                In learner mode (one learner a rebalance: each movement is a round) the fewest movements come
+                before the cost: each movement also pays round_price, more than any plan's cost
 
 So the balance factor is slack within which stickiness wins: a balanced
 assignment that moves nothing costs 0 and is kept. When nothing waits, the
@@ -42,8 +44,9 @@ when a side constraint needs it: ``max_moves`` in ``options.extra``, tags with
 two or more standbys),
 ``"flow"`` or ``"cpsat"``. ``options.extra`` also takes ``spread_racks``
 (spread standbys over racks as well, as Kafka's rack-aware standby assignor
-does; default False) and ``deterministic`` (CP-SAT: reproducible across runs;
-default True).
+does; default False), ``deterministic`` (CP-SAT: reproducible across runs;
+default True) and ``movements_first`` (the fewest movements before the cost;
+default None: in learner mode only).
 
 >>> import stickyflow
 >>> r = stickyflow.assign({"format": "stickyflow.snapshot/1", "kind": "streams", "now_ms": 0,

@@ -18,6 +18,8 @@ __version__ = "0.1.0"
 # command line's ``--help`` and ``--version``) loads no numpy and no solver until something needs one.
 _EXPORTS = {
     "api": ("assign",),
+    "planner": ("plan", "Plan"),
+    "plan_problem": ("PlanProblem",),
     "consumer": ("ConsumerConfig", "ConsumerSnapshot", "Member", "Topic", "parse_consumer", "previous_owners"),
     "consumer_check": ("consumer_metrics", "cooperative_split", "validate_consumer"),
     "errors": ("BackendMissingError", "CostRangeError", "InfeasibleError", "InvalidAssignmentError",
@@ -57,6 +59,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what static tools and IDEs read
     from . import kip924
     from .api import assign
+    from .plan_problem import PlanProblem
+    from .planner import Plan, plan
     from .consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer, previous_owners
     from .consumer_check import consumer_metrics, cooperative_split, validate_consumer
     from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
@@ -71,7 +75,7 @@ if TYPE_CHECKING:  # what static tools and IDEs read
     from .streams_rank import rank, should_rebalance
 
 __all__ = [
-    "assign",
+    "assign", "plan", "Plan", "PlanProblem",
     "AssignmentResult", "Decision", "SolverInfo", "Violation", "SolveOptions",
     "ConsumerSnapshot", "ConsumerConfig", "Member", "Topic", "parse_consumer", "previous_owners",
     "validate_consumer", "consumer_metrics", "cooperative_split",

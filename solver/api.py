@@ -5,7 +5,9 @@ named assignor, checks its answer, applies the cooperative protocol, measures
 the result and returns an :class:`AssignmentResult`. If an optimizing assignor
 is missing, times out without a solution, proves the problem infeasible,
 crashes, or returns something invalid, the greedy ``sticky`` assignor stands in
-and ``result.solver.status == "fallback"`` with the reason. A result that did
+(for a consumer group balanced by load, the sticky load greedy of
+:mod:`stickyflow.load_plan`) and ``result.solver.status == "fallback"`` with the
+reason. A result that did
 not pass the validity check is never returned; for a custom streams assignor
 (KIP-924) that check is KIP-924's own validation, and the high-availability
 rules it breaks are listed in ``metrics["broken_rules"]``.
@@ -35,7 +37,7 @@ from .consumer_check import (AnswerView, ArrayAssignment, _gc_paused, as_array_a
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
 from .registry import SolveOptions, get_assignor
-from .result import AssignmentResult, Decision, Finished, ReadOnlyDict, SolverInfo
+from .result import AssignmentResult, Decision, Finished, ReadOnlyDict, SolverInfo, Violation
 from .snapshot import as_snapshot
 
 __all__ = ["assign", "finish_consumer", "FALLBACK_ASSIGNOR"]
@@ -110,13 +112,14 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
             reason = f"the {decision.method} solution was invalid ({problem})"
             decision = finished = None
     if decision is None:
+        stand_in, name = _fallback(snap)
         try:
-            decision = get_assignor(FALLBACK_ASSIGNOR, snap.kind).load()(snap, options)
+            decision = stand_in(snap, options)
         except (InvalidSnapshotError, UnknownAssignorError):
             raise
         except Exception as exc:  # both failed: say so, with both reasons, as the one typed error
             raise SolverFaultError(f"assignor {assignor!r} failed ({reason}) and so did the fallback "
-                                   f"{FALLBACK_ASSIGNOR!r}: {_describe(exc)}") from exc
+                                   f"{name}: {_describe(exc)}") from exc
         decision = Decision(assignment=decision.assignment, method=decision.method, status="fallback",
                             objective=decision.objective, bound=None, reason=reason,
                             followup_rebalance_deadline_ms=decision.followup_rebalance_deadline_ms,
@@ -144,6 +147,18 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
     )
 
 
+def _fallback(snap: Any):
+    """What stands in for a failed optimizer, and its name: the greedy ``sticky`` assignor, or for a consumer
+    group balanced by load the sticky load greedy (:func:`stickyflow.load_plan.fallback`: keeps what the previous
+    owners can keep under the slack of a cheap bound, deals the rest by load), since ``sticky`` would balance
+    counts and could leave a member far above its capacity."""
+    if snap.kind == "consumer" and snap.config.balance == "load":
+        from .load_plan import fallback
+
+        return fallback, "the sticky load greedy"
+    return get_assignor(FALLBACK_ASSIGNOR, snap.kind).load(), repr(FALLBACK_ASSIGNOR)
+
+
 def _read_only(mapping: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """A checked answer cannot be edited afterwards: read-only views, two levels deep (member -> topic ->
     partition tuple for consumers; process id -> frozen ``ClientAssignment`` for streams)."""
@@ -162,6 +177,9 @@ def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
     target = AnswerView(arrays) if arrays is not None else normalize_consumer_assignment(snap, decision.assignment)
     checked = arrays if arrays is not None else target
     violations, metrics = inspect_consumer(snap, checked, prev=prev)
+    proven = decision.extra.get("peak_bound") if decision.extra else None
+    if proven is not None and metrics.get("peak_bound") is not None:
+        violations = violations + _peak_bound(metrics, proven)
     assignment: Mapping[str, Any] = target
     revocations: Mapping[str, Any] = {}
     followup = None
@@ -177,6 +195,25 @@ def finish_consumer(snap: ConsumerSnapshot, decision: Decision) -> Finished:
         followup = snap.now_ms if step.revoking else None
     return Finished(assignment=assignment, target=target, revocations=revocations,
                     followup_rebalance_deadline_ms=followup, violations=tuple(violations), metrics=metrics)
+
+
+def _peak_bound(metrics: dict[str, Any], proven: Any) -> list:
+    """Keep the larger of the checker's ``peak_bound`` and the one an assignor proved (``Decision.extra
+    ["peak_bound"]``); a claimed bound above the peak this very answer reaches is no bound: a violation (so an
+    optimizer that claims it falls back, with the reason).
+
+    >>> m = {"peak_utilization": 1.5, "peak_bound": 1.2}
+    >>> _peak_bound(m, 1.4), m["peak_bound"]
+    ([], 1.4)
+    >>> [v.code for v in _peak_bound(m, 1.6)], m["peak_bound"]
+    (['PEAK_BOUND_ABOVE_PEAK'], 1.4)
+    """
+    value = float(proven)
+    if not value <= metrics["peak_utilization"] * (1 + 1e-9):  # NaN too
+        return [Violation("PEAK_BOUND_ABOVE_PEAK", f"the claimed peak_bound {proven!r} is above the peak "
+                                                   f"{metrics['peak_utilization']!r} of the answer itself")]
+    metrics["peak_bound"] = max(metrics["peak_bound"], value)
+    return []
 
 
 def _finisher(kind: str, spec: Any = None):

@@ -34,6 +34,24 @@ def seed(request) -> int:
     return value
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session per worker (its tests carry ``xdist_group("spark")``: one JVM, not two)."""
+    pytest.importorskip("pyspark")
+    import shutil
+
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("Spark needs Java")
+    from stickyflow.adapters.spark import spark_session
+
+    # loopback only: the driver neither binds to nor advertises the machine's outside address
+    session = spark_session("local[2]", app_name="stickyflow-tests",
+                            conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g",
+                                  "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"})
+    yield session
+    session.stop()
+
+
 def example_paths() -> list[Path]:
     """The shared KIP examples (the contract's originals win over the bundled copies of the same name)."""
     seen = {p.name: p for p in EXAMPLES}

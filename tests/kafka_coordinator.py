@@ -180,12 +180,14 @@ class Coordinator:
         return self._log.read().decode("utf-8", "replace")
 
     def stop(self) -> None:
+        """Stop Tansu: SIGTERM, then SIGKILL after a short grace. Once a group has met on it, Tansu takes its
+        full 5 s of graceful shutdown on SIGTERM; its storage is memory, so nothing is lost by not waiting."""
         p, self.process = self.process, None
         if p is None or p.poll() is not None:
             return
         p.terminate()
         try:
-            p.wait(timeout=5)
+            p.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(timeout=5)

@@ -89,11 +89,18 @@ class _Random(_Source):
 
 
 class _Hypothesis(_Source):
+    # one strategy per range, made once: st.integers() costs about 30 us a call (hypothesis looks it up in its
+    # own cache), a third of drawing one integer, and the volume tests draw about 800,000
+    _INTEGERS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
+
     def __init__(self, draw: Callable):
         self.draw = draw
 
     def integer(self, lo: int, hi: int) -> int:
-        return self.draw(st.integers(lo, hi))
+        strategy = self._INTEGERS.get((lo, hi))
+        if strategy is None:
+            strategy = self._INTEGERS[(lo, hi)] = st.integers(lo, hi)
+        return self.draw(strategy)
 
 
 def _generate(src: _Source, shape: ConsumerShape) -> dict[str, Any]:

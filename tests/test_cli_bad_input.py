@@ -89,6 +89,33 @@ CASES = {
     "simulate-seed": (["simulate", "preset:consumer-eager", "--seed", "x"], "option --seed: must be"),
     "simulate-seed-with-file": (["simulate", "{badscenario}", "--seed", "3"], "option --seed: applies to preset"),
     "simulate-time-limit": (["simulate", "preset:consumer-eager", "--time-limit", "-1"], "option --time-limit: must be"),
+    # plan
+    "plan-no-snapshot": (["plan"], "argument SNAPSHOT: required"),
+    "plan-missing": (["plan", "{missing}"], "path: "),
+    "plan-no-capacity": (["plan", "{snap}"], "snapshot: config.capacity: is required for a plan"),
+    "plan-output-folder": (["plan", "{snap}", "-o", "{tmp}"], "path: "),
+    "plan-method": (["plan", "{snap}", "--method", "nope"], "option --method: 'nope' is not a plan method"),
+    "plan-time-limit": (["plan", "{snap}", "--time-limit", "0"], "option --time-limit: must be"),
+    "plan-seed": (["plan", "{snap}", "--seed", "-1"], "option --seed: must be"),
+    "plan-workers": (["plan", "{snap}", "--workers", "0"], "option --workers: must be"),
+    "plan-up": (["plan", "{snap}", "--up", "1.5"], "option --up: "),
+    "plan-down": (["plan", "{snap}", "--down", "0"], "option --down: "),
+    "plan-down-above-up": (["plan", "{snap}", "--up", "0.5", "--down", "0.8"], "option --down: must be at most"),
+    "plan-drain": (["plan", "{snap}", "--drain", "-4"], "option --drain: must be"),
+    "plan-pause": (["plan", "{snap}", "--pause", "x"], "option --pause: "),
+    # simulate over a rate trace
+    "simulate-trace-name": (["simulate", "trace:nope"], "argument SCENARIO: 'nope' is not a trace name"),
+    "simulate-trace-methods": (["simulate", "trace:jpdc", "--methods", "nope"], "option --methods: 'nope'"),
+    "simulate-trace-kafka": (["simulate", "trace:jpdc", "--methods", "kafka:5-2"], "option --methods: 'kafka:5-2'"),
+    "simulate-trace-every": (["simulate", "trace:jpdc", "--every", "0"], "option --every: must be"),
+    "simulate-trace-trigger": (["simulate", "trace:jpdc", "--trigger", "-3"], "option --trigger: must be"),
+    "simulate-trace-drain": (["simulate", "trace:jpdc", "--drain", "0"], "option --drain: must be"),
+    "simulate-trace-pause": (["simulate", "trace:jpdc", "--pause", "-1"], "option --pause: "),
+    "simulate-trace-seeds": (["simulate", "trace:jpdc", "--seeds", "1-x"], "option --seeds: "),
+    "simulate-trace-deltas": (["simulate", "trace:jpdc", "--deltas", "5,200"], "option --deltas: "),
+    "simulate-trace-readiness": (["simulate", "trace:jpdc", "--readiness", "eager"], "option --readiness: "),
+    "simulate-methods-on-scenario": (["simulate", "preset:consumer-eager", "--methods", "mwf"],
+                                     "option --methods: applies to a rate trace"),
     # bench (--out {tmp}/bench is added: nothing may be written there)
     "bench-sizes-text": (["bench", "--sizes", "10xfoo"], "option --sizes: '10xfoo' is not PARTITIONSxMEMBERS"),
     "bench-sizes-one-number": (["bench", "--sizes", "100"], "option --sizes: '100' is not"),
@@ -234,7 +261,7 @@ def test_version(tmp_path):
 
 # --------------------------------------------------------------------------- help in plain words, started fast
 
-COMMANDS = ["solve", "assignors", "batch", "report", "simulate", "bench", "compare", "decode", "capture"]
+COMMANDS = ["solve", "assignors", "batch", "report", "simulate", "bench", "compare", "decode", "capture", "plan"]
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])

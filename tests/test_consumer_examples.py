@@ -22,6 +22,8 @@ from tests.checker import check_result
 from tests.conftest import example_paths
 
 CONSUMER_EXAMPLES = [p for p in example_paths() if json.loads(p.read_text()).get("kind") == "consumer"]
+# the count model's examples: a snapshot balanced by load has methods of its own and refuses "flow" and "networkx"
+COUNT_EXAMPLES = [p for p in CONSUMER_EXAMPLES if json.loads(p.read_text()).get("config", {}).get("balance") != "load"]
 ASSIGNORS = available_assignors("consumer")
 RESULT_KEYS = {"format", "kind", "id", "assignor", "assignment", "revocations", "followup_rebalance_deadline_ms",
                "error", "solver", "metrics"}
@@ -111,7 +113,7 @@ def test_cli_default_is_optimal_on_stdout(capsysbinary):
 
 
 def test_cli_networkx_method_matches_flow(tmp_path):
-    for path in CONSUMER_EXAMPLES:
+    for path in COUNT_EXAMPLES:
         docs = []
         for method in ("flow", "networkx"):
             out = tmp_path / f"{method}.json"
@@ -230,7 +232,7 @@ def test_kip54_example2_mixed_subscriptions():
 
 @pytest.mark.parametrize("method", ["flow", "networkx"])
 def test_examples_same_optimum_both_methods(method):
-    for path in CONSUMER_EXAMPLES:
+    for path in COUNT_EXAMPLES:
         snap = stickyflow.load_snapshot(path)
         r = solve(snap, method=method)
         assert r.solver.method == method

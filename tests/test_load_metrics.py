@@ -180,3 +180,25 @@ def test_the_cheap_bound_never_exceeds_the_least_possible_peak(seed):
             result = stickyflow.assign(snap, name)
             assert result.metrics["peak_utilization"] >= least * (1 - 1e-12)
     assert tight >= 30  # the bound is often exact on small groups (a weak bound would rarely be)
+
+
+def test_a_bound_an_assignor_proves_is_kept_when_higher_and_refused_above_the_peak():
+    """``Decision.extra["peak_bound"]``: how an optimizer hands over the bound it proved."""
+    snap = _snap(RACKED, PAIR, balance="load")  # the cheap bound is 5; sticky keeps 4 + 2 and 3 + 1: peak 6
+    answer = stickyflow.assign(snap, "sticky").to_json()["assignment"]
+
+    def claiming(bound, optimizing=False):
+        stickyflow.register_assignor("test-claims", lambda s, o: stickyflow.Decision(
+            assignment=answer, method="test", status="feasible", extra={"peak_bound": bound}),
+            kinds=("consumer",), optimizing=optimizing)
+        try:
+            return stickyflow.assign(snap, "test-claims")
+        finally:
+            stickyflow.unregister_assignor("test-claims")
+
+    assert claiming(5.5).metrics["peak_bound"] == 5.5
+    assert claiming(4.0).metrics["peak_bound"] == 5.0
+    with pytest.raises(stickyflow.InvalidAssignmentError, match="PEAK_BOUND_ABOVE_PEAK"):
+        claiming(6.5)
+    fallen = claiming(float("nan"), optimizing=True)
+    assert fallen.solver.status == "fallback" and "peak_bound" in fallen.solver.reason

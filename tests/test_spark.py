@@ -16,7 +16,7 @@ if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
 import stickyflow
 from stickyflow.adapters.pandas import solve_frame
 from stickyflow.adapters.spark import (BatchSummary, read_snapshots, result_schema, run_batch, solve_dataframe,
-                                       spark_session, write_results)
+                                       write_results)
 from stickyflow.datasets import consumer_snapshot, streams_snapshot, suite, write_dataset
 
 pytestmark = [
@@ -28,16 +28,6 @@ pytestmark = [
 BAD_MEMBERS = {"format": "stickyflow.snapshot/1", "kind": "consumer", "id": "bad-members", "topics": {}, "members": 5}
 KEY = ["id", "assignor"]
 NUMBERS = ["status", "moves", "imbalance", "cross_rack", "error"]
-
-
-@pytest.fixture(scope="session")
-def spark():
-    # loopback only: the driver neither binds to nor advertises the machine's outside address
-    session = spark_session("local[2]", app_name="stickyflow-tests",
-                            conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g",
-                                  "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"})
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ Both are started from the installed PySpark with its own ``spark-class``
 127.0.0.1 (``SPARK_LOCAL_IP`` and ``--host``; web UIs on free loopback ports), and
 stopped however the test ends. The batch runs as the CLI runs it, in a
 subprocess with ``--master spark://127.0.0.1:PORT``; its rows must equal a
-``local[1]`` run of the same input (started first, so that it overlaps the
-cluster's start-up), column by column (all but ``wall_s``).
+local-mode run of the same input on the tests' own Spark session (made while
+the cluster starts), column by column (all but ``wall_s``).
 Skips when Java or ``spark-class`` is missing.
 """
 
@@ -36,7 +36,8 @@ STICKYFLOW = [sys.executable, "-m", "stickyflow"]
 
 pytestmark = [
     pytest.mark.spark,
-    pytest.mark.slow,  # two JVMs for the cluster, two driver JVMs and an executor: about 80 s on 2 cores
+    pytest.mark.xdist_group("spark"),  # the local-mode run is on the session the other Spark tests use
+    pytest.mark.slow,  # two JVMs for the cluster, a driver JVM and an executor
     pytest.mark.timeout(300),
     pytest.mark.skipif(not (os.environ.get("JAVA_HOME") or shutil.which("java")), reason="Spark needs Java"),
     pytest.mark.skipif(not SPARK_CLASS.is_file(), reason=f"no spark-class in the installed PySpark ({SPARK_CLASS})"),
@@ -72,12 +73,16 @@ class Standalone:
     def log(self, name: str) -> str:
         return (self.root / f"{name}.log").read_text(errors="replace")[-2000:]
 
-    def start(self, timeout: float = 90) -> "Standalone":
+    def launch(self) -> None:
+        """Start the master and the worker (without waiting: see :meth:`wait_ready`)."""
         self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(self.port), "--webui-port", str(self.ui))
         self._start("worker", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                     "--webui-port", str(_free_port()), "--cores", "2", "--memory", "1g",
                     "--work-dir", str(self.root / "work"), self.url)
+
+    def wait_ready(self, timeout: float = 90) -> "Standalone":
+        """Wait until a worker has registered with the master."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for p, name in zip(self.procs, ("master", "worker")):
@@ -105,9 +110,12 @@ class Standalone:
         self.procs.clear()
 
 
+ASSIGNORS = "optimal,sticky,range"
+
+
 def batch(src: Path, out: Path, master: str) -> subprocess.Popen:
     """The CLI's batch in a subprocess of its own (its own driver JVM); ``.communicate()`` waits for it."""
-    cmd = [*STICKYFLOW, "batch", str(src), str(out), "--assignors", "optimal,sticky,range", "--master", master,
+    cmd = [*STICKYFLOW, "batch", str(src), str(out), "--assignors", ASSIGNORS, "--master", master,
            "--partitions", "4", "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
            "--conf", "spark.driver.memory=1g", "--conf", "spark.executor.memory=768m"]
     return subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -127,7 +135,8 @@ def rows(path: Path):
     return frame.sort_values(["source", "id", "assignor"], na_position="last").reset_index(drop=True)
 
 
-def test_batch_on_a_standalone_cluster_equals_local_mode(tmp_path):
+def test_batch_on_a_standalone_cluster_equals_local_mode(spark, tmp_path):
+    from stickyflow.adapters.spark import run_batch
     from stickyflow.datasets import consumer_snapshot, streams_snapshot
 
     src = tmp_path / "in"
@@ -140,23 +149,22 @@ def test_batch_on_a_standalone_cluster_equals_local_mode(tmp_path):
     (src / "broken.json").write_text('{"format": "stickyflow.snapshot/1", "kind": "consumer",\n')
     files = len(list(src.glob("*.json")))
 
-    # the local-mode run goes on while the cluster starts: the two overlap on the machine's cores
+    # the local-mode run (in this process, the CLI's settings) goes on while the cluster's JVMs start
     t0 = time.monotonic()
-    local = batch(src, tmp_path / "local.parquet", "local[1]")
     cluster = Standalone(tmp_path)
     try:
-        cluster.start()
+        cluster.launch()
+        run_batch(str(src), str(tmp_path / "local.parquet"), ASSIGNORS, spark=spark, partitions=4)
+        cluster.wait_ready()
         t1 = time.monotonic()
         code, err = finish(batch(src, tmp_path / "cluster.parquet", cluster.url))
         t2 = time.monotonic()
     finally:
         cluster.stop()
-        local_code, local_err = finish(local)
     print(f"\ncluster up {t1 - t0:.1f} s, batch on it {t2 - t1:.1f} s, stopped in {time.monotonic() - t2:.1f} s")
     assert code == 0, err[-3000:]
     assert f"on {cluster.url} ready" in err
     assert cluster.procs == []
-    assert local_code == 0, local_err[-3000:]
     got, want = rows(tmp_path / "cluster.parquet"), rows(tmp_path / "local.parquet")
     assert len(got) == 3 * files
     pd.testing.assert_frame_equal(got, want)
