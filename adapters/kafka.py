@@ -419,8 +419,9 @@ class OptimalAssignor(_Base):
         owned = {t: list(ps) for t, ps in sorted(self.owned.items()) if t in wanted and ps}
         doc: dict[str, Any] = {"generation": self.generation, "rack": self.rack, "owned": owned}
         if self.config is not None and self.config.balance == "load":  # layout 2: what this member measured
-            doc.update(layout=LAYOUT, rates=rates_to_json(self.meter.report(owned, topics=wanted)), rate_window=self.meter.window,
-                       capacity=self.capacity)
+            doc.update(layout=LAYOUT, rates=rates_to_json(self.meter.report(owned, topics=wanted)),
+                       rate_window=self.meter.window, capacity=self.capacity)
+            self.meter.pause()  # the JoinGroup: consuming stops until the assignment
         user_data = _pack_user_data(doc)
         return encode_subscription(topics, owned=owned, generation=self.generation, rack=self.rack,
                                    user_data=user_data)

@@ -4,17 +4,21 @@ With ``OptimalAssignor(balance="load")`` (:mod:`stickyflow.adapters.kafka`) each
 which it consumes every partition it owns and sends those rates to the group leader in its JoinGroup
 ``user_data``; the leader builds the snapshot's ``rates`` from them and balances load instead of counts.
 
-**What is measured.** Records per second consumed from each owned partition, over a sliding window of
-``rate_window`` seconds (default 30): the records of that partition the application handed to
-:meth:`RateMeter.observe` (it takes what ``consumer.poll()`` returns) in the last ``rate_window`` seconds,
-divided by the window, or by the time since the member began owning the partition when that is shorter. A member
-also reports the partitions it gave up at its last assignment, as last measured (under the cooperative protocol
-nobody owns a revoked partition in the round that follows). A
-partition owned for less than a quarter of the window is too new to measure: the member reports the rate the
-leader gave it with the partition (below), or nothing (the leader then estimates it). A member that keeps up with its partitions consumes them as fast as they are written, so this
-is the write rate; a member catching up on a backlog reports its catch-up speed, more than the write rate
-(``stickyflow capture --rates`` measures write rates from log-end offsets instead). The rates are what the
-next rebalance balances: a group rebalances when its membership or subscriptions change, not when rates do.
+**What is measured.** Records per second written to each owned partition, as seen in the records the member
+consumed from it in the last ``rate_window`` seconds (default 30; time spent in rebalances, from the member's
+JoinGroup to its assignment, does not count, as its consumer polls nothing then; the application hands every
+``consumer.poll()`` to :meth:`RateMeter.observe`): the offsets those records advanced over the seconds their
+timestamps lie apart. A pause in consuming (a rebalance) and the catch-up after it do not change that. The
+timestamps are the producers' (``CreateTime``) or the broker's (``LogAppendTime``); offsets taken by
+transaction markers count as records. Where the records carry no timestamps, or their timestamps lie less than
+a quarter of the window apart, it is the records consumed divided by the window, or by the time since the
+member began owning the partition when that is shorter (0 for a partition that received nothing). A partition
+owned for less than a quarter of the window and not measured from timestamps is too new: the member reports the
+rate the leader gave it with the partition (below), or nothing (the leader then estimates it). A member also
+reports the partitions it gave up at its last assignment, as last measured (under the cooperative protocol
+nobody owns a revoked partition in the round that follows). ``stickyflow capture --rates`` measures write rates
+from log-end offsets instead. The rates are what the next rebalance balances: a group rebalances when its
+membership or subscriptions change, not when rates do.
 
 **How it travels.** stickyflow's ``user_data`` is ``b"stickyflow/1\\n"`` and a JSON object (the envelope has
 not changed). Its layout has a number, ``layout``:
@@ -74,15 +78,43 @@ class RateMeter:
         self.window = float(window)
         self.clock = clock
         self._since: dict[tuple[str, int], float] = {}
-        self._seen: dict[tuple[str, int], deque[tuple[float, int]]] = {}
+        self._seen: dict[tuple[str, int], deque] = {}  # (arrival, records, first, last) per poll
         self._known: dict[tuple[str, int], float] = {}  # the leader's rate of a partition not yet measured
         self._left: dict[str, dict[int, float]] = {}  # the rates of the partitions given up last
+        self._pauses: deque[tuple[float, float]] = deque(maxlen=64)  # rebalances: (JoinGroup sent, assignment)
+        self._paused_at: float | None = None
+
+    def pause(self, now: float | None = None) -> None:
+        """A rebalance begins (the member sends its JoinGroup): until :meth:`owning`, its consumer polls nothing,
+        and that time does not count toward the window."""
+        if self._paused_at is None:
+            self._paused_at = self.clock() if now is None else float(now)
+
+    def _cutoff(self, now: float) -> float:
+        """The moment from which ``now`` is ``window`` seconds of time outside rebalances."""
+        left, t = self.window, now
+        spans = list(self._pauses) + ([(self._paused_at, now)] if self._paused_at is not None else [])
+        for start, end in sorted(spans, reverse=True):
+            if end < t:
+                if t - end >= left:
+                    return t - left
+                left -= t - end
+            t = min(t, start)
+        return t - left
+
+    def _active(self, start: float, now: float) -> float:
+        """Seconds between ``start`` and ``now`` outside rebalances."""
+        spans = list(self._pauses) + ([(self._paused_at, now)] if self._paused_at is not None else [])
+        return max(0.0, now - start - sum(max(0.0, min(e, now) - max(s, start)) for s, e in spans))
 
     def owning(self, owned: Mapping[str, Iterable[int]], now: float | None = None, *,
                known: Mapping[str, Mapping[int, float]] | None = None) -> None:
         """This member now owns ``owned`` (topic -> partitions): new ones are measured from ``now``, the ones
         it gave up are forgotten. ``known``: the rates the leader used for them (reported until measured)."""
         now = self.clock() if now is None else float(now)
+        if self._paused_at is not None:
+            self._pauses.append((self._paused_at, now))
+            self._paused_at = None
         keep = {(str(t), int(p)) for t, ps in owned.items() for p in ps}
         gone: dict[str, list[int]] = {}
         for t, p in self._since:
@@ -101,12 +133,14 @@ class RateMeter:
                 if (t, int(p)) in keep:
                     self._known[(t, int(p))] = float(r)
 
-    def count(self, topic: str, partition: int, records: int, now: float | None = None) -> None:
-        """``records`` consumed from one partition at ``now``."""
+    def count(self, topic: str, partition: int, records: int, now: float | None = None, *,
+              first: tuple[int, int] | None = None, last: tuple[int, int] | None = None) -> None:
+        """``records`` consumed from one partition at ``now``; ``first`` and ``last``: the (timestamp in ms,
+        offset) of the first and last of them, where known."""
         now = self.clock() if now is None else float(now)
         q = self._seen.setdefault((str(topic), int(partition)), deque())
-        q.append((now, int(records)))
-        self._prune(q, now)
+        q.append((now, int(records), first, last))
+        self._prune(q, self._cutoff(now))
 
     def observe(self, polled: Any, now: float | None = None) -> Any:
         """Count what ``consumer.poll()`` returned (``{TopicPartition: [records]}``); returns it unchanged, so
@@ -114,26 +148,32 @@ class RateMeter:
         now = self.clock() if now is None else float(now)
         for tp, records in (polled or {}).items():
             if records:
-                self.count(tp.topic, tp.partition, len(records), now)
+                self.count(tp.topic, tp.partition, len(records), now, first=_stamp(records[0]),
+                           last=_stamp(records[-1]))
         return polled
 
     def rates(self, owned: Mapping[str, Iterable[int]], now: float | None = None) -> dict[str, dict[int, float]]:
         """topic -> partition -> records/s, for the partitions of ``owned`` measured long enough."""
         now = self.clock() if now is None else float(now)
+        cutoff = self._cutoff(now)
         out: dict[str, dict[int, float]] = {}
         for t, ps in sorted(owned.items()):
             for p in sorted(int(x) for x in ps):
                 since = self._since.get((t, p))
                 if since is None:
                     continue
-                span = min(self.window, now - since)
+                q = self._seen.get((t, p), deque())
+                self._prune(q, cutoff)
+                written = _written(q, _MIN_SHARE * self.window)
+                if written is not None:
+                    out.setdefault(t, {})[p] = written
+                    continue
+                span = self._active(max(since, cutoff), now)
                 if span < _MIN_SHARE * self.window:
                     if (t, p) in self._known:
                         out.setdefault(t, {})[p] = self._known[(t, p)]
                     continue
-                q = self._seen.get((t, p), deque())
-                self._prune(q, now)
-                out.setdefault(t, {})[p] = sum(n for _, n in q) / span
+                out.setdefault(t, {})[p] = sum(s[1] for s in q) / span
         return out
 
     def report(self, owned: Mapping[str, Iterable[int]], now: float | None = None, *,
@@ -147,9 +187,28 @@ class RateMeter:
             out.setdefault(t, {}).update(ps)
         return out
 
-    def _prune(self, q: deque[tuple[float, int]], now: float) -> None:
-        while q and q[0][0] <= now - self.window:
+    @staticmethod
+    def _prune(q: deque, cutoff: float) -> None:
+        while q and q[0][0] <= cutoff:
             q.popleft()
+
+
+def _stamp(record: Any) -> tuple[int, int] | None:
+    ts, offset = getattr(record, "timestamp", None), getattr(record, "offset", None)
+    if isinstance(ts, int) and isinstance(offset, int) and ts >= 0:
+        return ts, offset
+    return None
+
+
+def _written(q: Iterable[tuple[float, int, Any, Any]], least_span: float) -> float | None:
+    """Records/s written, from the consumed records' offsets and timestamps: the offsets advanced between the
+    earliest and the latest record over the seconds their timestamps lie apart (None below ``least_span``)."""
+    firsts = [s[2] for s in q if s[2] is not None and s[3] is not None]
+    if not firsts:
+        return None
+    (t0, o0), (t1, o1) = min(firsts), max(s[3] for s in q if s[2] is not None and s[3] is not None)
+    seconds = (t1 - t0) / 1000.0
+    return (o1 - o0) / seconds if seconds >= least_span and o1 > o0 else None
 
 
 def rates_to_json(rates: Mapping[str, Mapping[int, float]]) -> dict[str, dict[str, float]]:

@@ -15,32 +15,10 @@ from stickyflow.adapters.decode import decode  # noqa: E402
 from stickyflow.adapters.kafka_load import RateMeter, leader_rates, read_layout  # noqa: E402
 from stickyflow.errors import InvalidSnapshotError  # noqa: E402
 from tests.checker import check_result  # noqa: E402
+from tests.load_reference import least_peak  # noqa: E402
 from tests.test_kafka_adapter import MiniGroup, make_cluster  # noqa: E402
 
 TOPICS = {"hot": 6, "cold": 6}
-
-
-def least_peak(rates: list[float], members: int) -> float:
-    """The least peak of any assignment of ``rates`` to ``members`` equal members (exact branch and bound)."""
-    rates = sorted(rates, reverse=True)
-    best = [sum(rates)]
-    loads = [0.0] * members
-
-    def place(i: int) -> None:
-        if i == len(rates):
-            best[0] = min(best[0], max(loads))
-            return
-        tried = set()
-        for m in range(members):
-            if loads[m] in tried or loads[m] + rates[i] >= best[0]:
-                continue
-            tried.add(loads[m])
-            loads[m] += rates[i]
-            place(i + 1)
-            loads[m] -= rates[i]
-
-    place(0)
-    return best[0]
 
 
 def test_the_meter_divides_by_the_window_or_the_time_owned():
@@ -53,6 +31,24 @@ def test_the_meter_divides_by_the_window_or_the_time_owned():
     assert m.rates({"t": [0]}, now=15.0) == {"t": {0: 1.0}}  # the window forgets the first 30
     m.owning({"t": [1]}, now=15.0)
     assert m.rates({"t": [0, 1]}, now=16.0) == {}  # partition 0 given up and forgotten; 1 too new
+
+
+def test_timestamps_measure_the_write_rate_through_a_pause_and_a_catch_up():
+    m = RateMeter(window=4.0)
+    m.owning({"t": [0]}, now=0.0)
+    m.count("t", 0, 10, now=0.5, first=(1_000, 100), last=(1_500, 109))  # 20 records/s written
+    # a rebalance pauses consuming for 2 s, then the backlog arrives at once
+    m.count("t", 0, 50, now=3.0, first=(1_550, 110), last=(4_000, 159))
+    assert m.rates({"t": [0]}, now=3.0) == {"t": {0: pytest.approx(59 / 3.0)}}  # not 60 records / 3 s of owning
+
+
+def test_time_in_a_rebalance_does_not_count_toward_the_window():
+    m = RateMeter(window=2.0)
+    m.owning({"t": [0]}, now=0.0)
+    m.count("t", 0, 10, now=1.0)
+    m.pause(now=1.5)  # JoinGroup sent: the consumer polls nothing for 3 s
+    m.owning({"t": [0]}, now=4.5)
+    assert m.rates({"t": [0]}, now=5.0) == {"t": {0: 5.0}}  # 10 records in the 2 s of polling before now
 
 
 def test_the_leader_estimates_what_nobody_reports():
