@@ -5,11 +5,12 @@ One topic is written 10 times as fast as the other (6 partitions each, one hot p
 few rate windows; the third joins, and that rebalance balances the rates the first two measured. The peak of
 the settled group, counted with the producers' *true* rates, must be within ``load_slack`` of the least possible
 peak (:func:`tests.load_reference.least_peak`, exact). The count-based ``sticky`` answer to the same rebalance is
-printed beside it.
+printed beside it. And ``stickyflow capture --rates`` on a topic written at known rates.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -21,7 +22,8 @@ import stickyflow  # noqa: E402
 
 from tests.kafka_coordinator import Group  # noqa: E402
 from tests.load_reference import least_peak  # noqa: E402
-from tests.test_kafka_live import broker  # noqa: E402,F401 - the loopback coordinator, a module fixture
+from tests.test_kafka_live import Members, capture_cli, range_assignors  # noqa: E402
+from tests.test_kafka_live import broker, describing_broker  # noqa: E402,F401 - module fixtures: loopback coordinators
 
 pytestmark = [pytest.mark.timeout(90)]
 
@@ -37,7 +39,7 @@ def produce(bootstrap: str, rates: dict[str, list[float]], stop: threading.Event
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1)
-    sent = {(t, p): 0 for t in rates for p in range(PARTITIONS)}
+    sent = {(t, p): 0 for t in rates for p in range(len(rates[t]))}
     start = time.monotonic()
     try:
         while not stop.is_set():
@@ -117,3 +119,33 @@ def _sticky_answer(before: dict[str, set], topics: list[str]) -> dict[str, set]:
                        for m in ("c1", "c2", "c3")]}
     result = stickyflow.assign(doc, "sticky")
     return {m: {(t, p) for t, ps in ts.items() for p in ps} for m, ts in result.assignment.items()}
+
+
+@pytest.mark.kafka
+@pytest.mark.xdist_group("kafka-live")
+def test_capture_measures_live_rates(describing_broker, tmp_path, capsys):  # noqa: F811
+    """``stickyflow capture --rates 2`` on a group whose topic is written at known rates."""
+    broker = describing_broker
+    true = {"rated": [30.0, 10.0, 0.0]}
+    stop = threading.Event()
+    try:
+        broker.create_topics({"rated": 3})
+        writer = threading.Thread(target=produce, args=(broker.bootstrap, true, stop), daemon=True)
+        writer.start()
+        Range, _ = range_assignors()
+        with Members(broker.bootstrap, "rated-consumers") as group:
+            group.start("c1", ["rated"], Range)
+            group.wait_settled(3)
+            out = tmp_path / "g.json"
+            code, _, err = capture_cli(["--bootstrap", broker.bootstrap, "--group", "rated-consumers", "--rates",
+                                         "2", "-o", str(out)], capsys)
+        stop.set()
+        writer.join(timeout=5)
+    finally:
+        stop.set()
+    assert code == 0, err
+    assert "log-end offsets read 2 s apart" in err
+    rates = json.loads(out.read_text())["topics"]["rated"]["rates"]
+    print(f"\ncapture --rates 2: {rates} records/s (written at {true['rated']})")
+    for got, want in zip(rates, true["rated"]):
+        assert abs(got - want) <= 0.15 * want + 1.0, (rates, true)
