@@ -3,7 +3,10 @@
 The batch row (:data:`RESULT_COLUMNS`) is the same here, in the Spark adapter
 and in ``stickyflow batch``'s Parquet output: ``id``, ``kind``, ``assignor``,
 ``source``, ``status``, ``method``, ``reason``, ``moves``, ``imbalance``,
-``cross_rack``, ``objective``, ``bound``, ``wall_s``,
+``cross_rack``, the load columns (``peak_utilization``, ``peak_bound``,
+``moved_load``, ``cross_rack_load``, ``overload``, ``overloaded`` and
+``peak_ratio``: :mod:`stickyflow.adapters.load_rows`; null without rates),
+``objective``, ``bound``, ``wall_s``,
 ``followup_rebalance_deadline_ms``, ``metrics`` (every metric, as JSON text),
 ``error`` and, on request, ``result`` (the whole result JSON).
 
@@ -34,6 +37,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, StickyflowError, UnknownAssignorError
 from stickyflow.model import jsonio
 
+from .load_rows import BATCH_LOAD_COLUMNS, load_fields, share_bound
+
 __all__ = [
     "RESULT_COLUMNS",
     "SNAPSHOT_COLUMNS",
@@ -60,6 +65,7 @@ RESULT_COLUMNS: dict[str, str] = {
     "moves": "Int64",
     "imbalance": "Float64",  # streams: tasks per thread, a fraction when clients have unequal threads
     "cross_rack": "Int64",
+    **BATCH_LOAD_COLUMNS,  # balance by load: peak_utilization, ..., overloaded, peak_ratio (adapters/load_rows.py)
     "objective": "Float64",
     "bound": "Float64",
     "wall_s": "Float64",
@@ -97,6 +103,7 @@ def result_row(result: Any, *, source: str | None = None, include_result: bool =
         "moves": _int_or_none(m.get("moves")),
         "imbalance": _float_or_none(m.get("imbalance")),
         "cross_rack": _int_or_none(m.get("cross_rack")),
+        **load_fields(m),
         "objective": _float_or_none(s.objective),
         "bound": _float_or_none(s.bound),
         "wall_s": float(s.wall_s),
@@ -169,7 +176,7 @@ def solve_text(text: str | bytes | Mapping[str, Any], assignors: Sequence[str], 
                                include_result=include_result)
             continue
         rows.append(result_row(result, source=source, include_result=include_result))
-    return rows
+    return share_bound(rows)  # every assignor's peak against the snapshot's best proven bound
 
 
 def _id_kind(doc: Any) -> tuple[str | None, str | None]:
