@@ -45,11 +45,11 @@ def with_load_columns(frame):
     pd = pandas_module()
     missing = [c for c in BATCH_LOAD_COLUMNS if c not in frame.columns]
     if missing and "metrics" in frame.columns:
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         def fields(text: Any) -> dict[str, Any]:
             try:
-                return load_fields(_jsonio.loads(text)) if isinstance(text, str) and text else {}
+                return load_fields(jsonio.loads(text)) if isinstance(text, str) and text else {}
             except ValueError:
                 return {}
 
@@ -118,7 +118,7 @@ def plot_load_metrics(frame, path: str | Path | None = None) -> bytes:
 
 def has_loads(snapshot: Any) -> bool:
     """A consumer snapshot whose loads are known (rates on every topic someone reads)."""
-    from stickyflow.load_check import loads_known
+    from stickyflow.check.load import loads_known
 
     return snapshot.kind == "consumer" and loads_known(snapshot)
 
@@ -141,11 +141,11 @@ def with_load_slack(snapshot: Any, slack: float) -> dict[str, Any]:
 
 def _parsed(text: Any) -> Any:
     import stickyflow
-    from stickyflow import _jsonio
+    from stickyflow.model import jsonio
     from stickyflow.errors import InvalidSnapshotError
 
     try:
-        return stickyflow.as_snapshot(_jsonio.loads(text) if isinstance(text, (str, bytes)) else text)
+        return stickyflow.as_snapshot(jsonio.loads(text) if isinstance(text, (str, bytes)) else text)
     except (InvalidSnapshotError, ValueError):
         return None
 
