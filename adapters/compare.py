@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from stickyflow.errors import InvalidSnapshotError, Problem, UnknownAssignorError
 
+from .load_rows import COMPARE_LOAD_COLUMNS, LOAD_AGGREGATES, load_fields, share_bound
 from .plan_rows import PLAN_COLUMNS, check_plan_names, is_plan, plan_compare_rows
 from .progress import Ticker
 
@@ -71,6 +72,7 @@ ROW_COLUMNS: dict[str, str] = {
     "status": "string", "method": "string", "moves": "int64", "standby_moves": "int64", "imbalance": "double",
     "cross_rack": "int64", "cost": "int64", "balanced": "bool", "wall_ms": "double", "rounds": "int64",
     "converged": "bool", "converge_moves": "int64", "converge_min": "double", "error": "string",
+    **COMPARE_LOAD_COLUMNS,  # balance by load: peak_utilization, ..., peak_ratio (adapters/load_rows.py)
 }
 ROW_COLUMNS.update(PLAN_COLUMNS)  # plan:METHOD rows (stickyflow.adapters.plan_rows)
 PEERS = ("kp-sticky", "kp-range", "kp-roundrobin")
@@ -144,10 +146,10 @@ def _peer_assignor(name: str) -> Callable[..., Any]:
 
 
 def _register_peers() -> None:
-    from stickyflow.registry import _REGISTRY, register_assignor
+    from stickyflow.registry import register_assignor, registered_assignor
 
     for p in PEERS:
-        if (p, "consumer") not in _REGISTRY:
+        if registered_assignor(p, "consumer") is None:
             register_assignor(p, _peer_assignor(p[3:]), kinds=("consumer",),
                               description=f"kafka-python's {p[3:]} assignor, in process")
 
@@ -185,11 +187,11 @@ def check_assignors(names: Sequence[str]) -> tuple[str, ...]:
 
 
 def _serves(name: str, kind: str) -> bool:
-    from stickyflow.registry import _REGISTRY
+    from stickyflow.registry import registered_assignor
 
     if is_plan(name):  # plans have rows of their own (plan_compare_rows)
         return False
-    return (name, kind) in _REGISTRY or ":" in name
+    return registered_assignor(name, kind) is not None or ":" in name
 
 
 # --------------------------------------------------------------------------- one snapshot, every assignor
@@ -223,10 +225,10 @@ class _Worker:
                              time_limit=self.time_limit)
 
     def text_rows(self, text: Any, index: int, source: str | None) -> list[dict[str, Any]]:
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         try:
-            doc = _jsonio.loads(text) if isinstance(text, (str, bytes)) else text
+            doc = jsonio.loads(text) if isinstance(text, (str, bytes)) else text
         except ValueError as exc:
             return [_error_row(f"snapshot: is not valid JSON ({str(exc).splitlines()[0][:120]})", suite=source,
                                index=index)]
@@ -340,6 +342,7 @@ def snapshot_rows(doc: Any, assignors: Sequence[str], *, suite: str | None = Non
             out.append(row)
             continue
         row.update(_result_fields(snap, result))
+        share_bound([r for r in out if r.get("peak_bound") is not None] + [row])  # one yardstick per snapshot
         if result.followup_rebalance_deadline_ms is None:
             row.update(rounds=1, converged=True, converge_moves=row["moves"], converge_min=0.0)
         elif rounds == 1:  # nothing to play: the one rebalance asks for more
@@ -364,7 +367,8 @@ def _result_fields(snap: Any, result: Any) -> dict[str, Any]:
     return {"status": result.solver.status, "method": result.solver.method, "moves": moves,
             "standby_moves": m.get("standby_moves"), "imbalance": float(m["imbalance"]),
             "cross_rack": None if cross is None else int(cross), "cost": None if cost is None else int(cost),
-            "balanced": None if balanced is None else bool(balanced), "wall_ms": 1000.0 * float(result.solver.wall_s)}
+            "balanced": None if balanced is None else bool(balanced), "wall_ms": 1000.0 * float(result.solver.wall_s),
+            **load_fields(m)}
 
 
 def _play(snap: Any, assignor: str, rounds: int, time_limit: float | None) -> dict[str, Any]:
@@ -399,11 +403,12 @@ _METRICS = (
     ("plan_members_mean", "mean", "plan_members"), ("plan_moved_load_mean", "mean", "plan_moved_load"),
     ("wall_ms_mean", "mean", "wall_ms"), ("wall_ms_p50", "median", "wall_ms"), ("wall_ms_p95", "p95", "wall_ms"),
     ("wall_ms_max", "max", "wall_ms"),
-)
+) + LOAD_AGGREGATES
 TIME_COLUMNS = ("wall_ms_mean", "wall_ms_p50", "wall_ms_p95", "wall_ms_max")
 TABLES = {"summary": ("kind", "assignor"), "by_size": ("kind", "assignor", "size_band"),
           "by_suite": ("suite", "kind", "assignor")}
 _INTS = ("snapshots", "errors", "solved", "balanced", "not_converged", "moves_total", "rounds_max", "size_band")
+_LOAD_INPUTS = tuple(dict.fromkeys(c for _, _, c in LOAD_AGGREGATES))
 _DIGITS = 9  # means are rounded to this many significant digits: sums in another order agree
 
 
@@ -470,6 +475,8 @@ def _derived_pandas(rows: Any):
     f["size_band"] = f["size"].map(_band).astype("Int64")
     for c in ("moves", "standby_moves", "cross_rack", "cost", "rounds", "converge_moves", "size"):
         f[c] = pd.to_numeric(f[c], errors="coerce").astype("Float64")
+    for c in _LOAD_INPUTS:
+        f[c] = pd.to_numeric(f[c], errors="coerce").astype("Float64")
     for c in ("suite", "kind", "assignor"):
         f[c] = f[c].astype(object).where(f[c].notna(), "(unknown)")
     return f
@@ -494,6 +501,7 @@ def _spark_aggregate(df: Any) -> dict[str, Any]:
         "moves", "standby_moves", "imbalance", "cross_rack", "cost", "rounds", "converge_moves", "converge_min",
         "size", "wall_ms", "plan_members", "plan_moved_load",
         is_error.alias("is_error"),
+        *_LOAD_INPUTS,
         F.col("balanced").cast("int").alias("balanced_int"),
         (~F.col("converged")).cast("int").alias("stuck"),
         F.when(F.col("size") >= 1, F.pow(F.lit(2), F.floor(F.log2(F.col("size")))).cast("long")).alias("size_band"),

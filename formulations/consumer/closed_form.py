@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stickyflow.consumer_check import _stable_order
+from stickyflow.check.answer import stable_order
 from stickyflow.errors import SolverFaultError
 
 from .model import ConsumerData, as_assignment, flat_owners
@@ -54,7 +54,7 @@ def equal_subscriptions(d: ConsumerData):
     else:
         held = np.flatnonzero(keepable)
         holder = owner[held]
-        order = _stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
+        order = stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
         held, holder = held[order], holder[order]
     start = np.searchsorted(holder, np.arange(M))
     rank = np.arange(len(held)) - start[holder]

@@ -54,9 +54,10 @@ import time
 
 import numpy as np
 
-from stickyflow._arrays import nonzero_pairs
-from stickyflow.consumer import ConsumerSnapshot, _first_seen_ids
 from stickyflow.errors import CostRangeError, SolverFaultError, TimeLimitError
+from stickyflow.model.arrays import nonzero_pairs
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_members import first_seen_ids
 from stickyflow.result import Decision
 
 from .closed_form import equal_subscriptions
@@ -231,7 +232,7 @@ def _phase2(d: ConsumerData, lo: np.ndarray, hi: np.ndarray):
         for j, t in enumerate(d.topics):
             racks = snap.topics[t].racks
             if racks is not None:  # new rack sets numbered on in order of first appearance
-                rs[offsets[j]:offsets[j + 1]] = _first_seen_ids(racks, rs_index)
+                rs[offsets[j]:offsets[j + 1]] = first_seen_ids(racks, rs_index)
     racksets = list(rs_index)
     NR = len(racksets)
     # topic classes: topics read by the same member classes are interchangeable, so their partitions

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stickyflow._arrays import nonzero_pairs
-from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, previous_owners
-from stickyflow.consumer_check import ArrayAssignment
+from stickyflow.check.answer import ArrayAssignment
 from stickyflow.errors import BackendMissingError
+from stickyflow.model.arrays import nonzero_pairs
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import PreviousOwners, previous_owners
 
 __all__ = ["ConsumerData", "prepare", "class_graph", "class_reads", "flat_owners", "as_assignment", "orphaned",
            "ortools_graph"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from stickyflow.consumer import ConsumerSnapshot
+from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.errors import UnknownAssignorError
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stickyflow._arrays import nonzero_pairs
+from stickyflow.model.arrays import nonzero_pairs
 
 from .model import ConsumerData, as_assignment, class_reads, flat_owners, ortools_graph
 
