@@ -15,7 +15,9 @@ import stickyflow
 from stickyflow.check.streams import balance_excess, streams_metrics
 from stickyflow.datasets.generators import streams_snapshot
 from stickyflow.datasets.simulator import Scenario, simulate
-from stickyflow.formulations.streams import flow as streams_flow
+from stickyflow.formulations.streams import actives as streams_actives, arcs as streams_arcs, flow as streams_flow
+from stickyflow.formulations.streams import model as streams_model, pricing as streams_pricing
+from stickyflow.formulations.streams import standbys as streams_standbys
 from stickyflow.formulations.streams.model import converged_standbys
 from stickyflow.formulations.streams.opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
@@ -369,11 +371,11 @@ def test_replica_prices_bound_brute_force_with_tags(seed, zones):
         m = build_model(snap)
         if not m.stateful.any():
             continue
-        target = streams_flow.best_target(m)[0].target
+        target = streams_actives.best_target(m)[0].target
         values = []
         for spread in (True, False):
-            values += streams_flow.replica_lagrangian(m, target, 4, lambda more: True, spread)[0]
-        values += streams_flow.replica_subgradient(m, target, 6, lambda t: None, lambda more: True)
+            values += streams_pricing.replica_lagrangian(m, target, 4, lambda more: True, spread)[0]
+        values += streams_pricing.replica_subgradient(m, target, 6, lambda t: None, lambda more: True)
         assert max(values, default=0) <= found[1], (doc, values, found)
         checked += 1
         priced += bool(values)
@@ -432,7 +434,7 @@ def test_replica_repair_balances_movements_across_two_zones(monkeypatch):
     for seed, (_, fl) in repaired.items():
         if all(fl.extra["balanced_counts"].values()):
             assert max(fl.extra.get("repair_values") or [], default=0) <= fl.extra["target_cost"], (seed, fl.extra)
-    monkeypatch.setattr(streams_flow, "_replica_repair", lambda *args, **kwargs: [])
+    monkeypatch.setattr(streams_flow, "replica_repair", lambda *args, **kwargs: [])
     first = solve_all()
     fixed = [k for k in first if not first[k][1].extra["balanced_counts"]["replicas"]
              and repaired[k][1].extra["balanced_counts"]["replicas"]]
@@ -504,8 +506,8 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
         want = rng.choice([1, 1, 2]) if stateful.any() else 0
         n = T + want * int(stateful.sum())
         m = SimpleNamespace(stateful=stateful, T=T, want=want, threads=threads, bf=bf)
-        _, cap = streams_flow._replica_caps(m)
-        floor, top = streams_flow.box_hull(streams_flow.balance_boxes(n, threads, bf), n)
+        _, cap = streams_pricing._replica_caps(m)
+        floor, top = streams_model.box_hull(streams_model.balance_boxes(n, threads, bf), n)
         most = np.zeros(C, dtype=np.int64)
         least = np.full(C, n, dtype=np.int64)
         for counts in itertools.product(range(n + 1), repeat=C):
@@ -514,7 +516,7 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
                 least = np.minimum(least, counts)
         assert (cap == most).all() and (top == most).all(), (n, threads.tolist(), bf, cap.tolist(), most.tolist())
         assert (floor == least).all(), (n, threads.tolist(), bf, floor.tolist(), least.tolist())
-        hull = streams_flow.box_hull(streams_flow.balance_boxes(n, threads, bf))[1]
+        hull = streams_model.box_hull(streams_model.balance_boxes(n, threads, bf))[1]
         tight += bool((cap < hull).any())
     assert tight >= 10
 
@@ -529,15 +531,15 @@ def test_spread_free_standbys_cost_the_same_and_overfill_least(pooled, monkeypat
     it costs less than the flow priced it: with pools, the flows' own values (their cost part) are compared."""
     values: list[int] = []
     if pooled:
-        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", 0)
-        solve = streams_flow._Arcs.solve
+        monkeypatch.setattr(streams_standbys, "EXPLICIT_STANDBY_ARCS", 0)
+        solve = streams_arcs.Arcs.solve
 
         def recorded(self, supplies):
             out, total = solve(self, supplies)
             values.append(total)
             return out, total
 
-        monkeypatch.setattr(streams_flow._Arcs, "solve", recorded)
+        monkeypatch.setattr(streams_arcs.Arcs, "solve", recorded)
     rng = random.Random(7)
     strictly = 0
     for i in range(30):
@@ -547,21 +549,21 @@ def test_spread_free_standbys_cost_the_same_and_overfill_least(pooled, monkeypat
                                config={"rack_aware_assignment_strategy": "min_traffic",
                                        "rack_aware_assignment_tags": rng.choice([[], ["zone"]])})
         m = build_model(stickyflow.parse_snapshot(doc))
-        sol, _, _ = streams_flow.best_target(m)
-        S, hi = streams_flow._replica_caps(m)
+        sol, _, _ = streams_actives.best_target(m)
+        S, hi = streams_pricing._replica_caps(m)
         act = np.bincount(sol.target, minlength=m.C)
         placed = {}
         for spread in (True, False):
-            found = streams_flow.free_placement(m, S, sol.target, hi, spread)
+            found = streams_standbys.free_placement(m, S, sol.target, hi, spread)
             if found is None:
                 break  # a pool too small: _free_standbys falls back to the cheapest held clients
             ts, cs = found
             cost = int(m.standby_cost(ts, cs).sum())
             if pooled:  # the flow's value: K1 x cost + K2 x units over the box + ties, the last two below K1
-                cost = values[-1] // streams_flow._weights(m, len(S) * m.want, cost_first=True)[0]
+                cost = values[-1] // streams_standbys._weights(m, len(S) * m.want, cost_first=True)[0]
             over = int(np.maximum(act + np.bincount(cs, minlength=m.C) - hi, 0).sum())
             placed[spread] = cost, over
-            counts = streams_flow._free_standbys(m, S, sol.target, hi, spread)
+            counts = streams_standbys.free_standbys(m, S, sol.target, hi, spread)
             assert (counts == np.bincount(cs, minlength=m.C)).all()
         if len(placed) == 2:
             assert placed[True][0] == placed[False][0], (i, placed)
@@ -587,14 +589,14 @@ def test_replica_prices_follow_the_floors_own_standbys(seed):
                                config={"rack_aware_assignment_strategy": "min_traffic",
                                        "rack_aware_assignment_tags": ["zone"]})
         m = build_model(stickyflow.parse_snapshot(doc))
-        target = streams_flow.best_target(m)[0].target
-        S, hi = streams_flow._replica_caps(m)
-        found = streams_flow.free_placement(m, S, target, hi, spread=True)
+        target = streams_actives.best_target(m)[0].target
+        S, hi = streams_pricing._replica_caps(m)
+        found = streams_standbys.free_placement(m, S, target, hi, spread=True)
         if found is None or not m.tag_keys:
             continue
         ts, cs = found
         cost = int(m.standby_cost(ts, cs).sum())
-        floor = int(streams_flow.standby_floor(m).pairs(np.arange(m.T), target).sum())
+        floor = int(streams_actives.standby_floor(m).pairs(np.arange(m.T), target).sum())
         assert cost >= floor, (doc["id"], cost, floor)
         tagged += 1
         equal += cost == floor
@@ -644,7 +646,7 @@ def test_pooled_standbys_match_explicit(seed, monkeypatch):
                    clients=rng.randint(15, 24), racks=3, num_standby_replicas=1 + i % 2,
                    config={"rack_aware_assignment_tags": ["zone"] if i == 2 else []})
         explicit = solve_streams(snap, SolveOptions(method="flow"))
-        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", 0)
+        monkeypatch.setattr(streams_standbys, "EXPLICIT_STANDBY_ARCS", 0)
         pooled = solve_streams(snap, SolveOptions(method="flow"))
         monkeypatch.undo()
         assert explicit.extra["standby_mode"] == "explicit"
@@ -665,7 +667,7 @@ def test_converged_standbys_spread_around_the_target(standby_arcs, monkeypatch):
     standbys once took a client of the target's zone instead, a plan whose converged assignment breaks the
     tag rule and costs less than the proven bound."""
     if standby_arcs is not None:
-        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", standby_arcs)
+        monkeypatch.setattr(streams_standbys, "EXPLICIT_STANDBY_ARCS", standby_arcs)
     doc = streams_snapshot("rack_outage", tasks=600, clients=60, seed=1, racks=3, num_standby_replicas=1,
                            subtopologies=10, stateful_fraction=0.5, config={"rack_aware_assignment_strategy":
                                                                             "min_traffic"})
