@@ -28,7 +28,6 @@ _CROWDED_FOLDERS_ALLOWED = {
 _BIG_MODULES_ALLOWED = {
     "adapters/compare.py",            # parses sources, changes the registry, builds rows, runs both engines
     "formulations/streams/model.py",  # the streams model shared by flow and CP-SAT (704 lines after main's fixes)
-    "formulations/streams/cpsat.py",  # one model in data, variables, constraints, objective, solve, read sections
 }
 _PRIVATE_IMPORTS_ALLOWED = {  # modules that import another module's _private name (all within adapters/)
     "adapters/bench_goals.py",     # bench_measure._in_child, _measure; bench_suite._available, _fmt_s, _warm_up
@@ -192,14 +191,14 @@ def test_a_command_line_solve_spares_slow_imports(example, cpsat, tmp_path):
 
 
 def test_cp_model_without_pandas_keeps_its_pandas_helpers():
-    """The stand-in that spares pandas while ``cp_model`` is imported (``streams_cpsat._import_cp_model``) leaves
+    """The stand-in that spares pandas while ``cp_model`` is imported (``cpsat_backend.import_cp_model``) leaves
     no trace: pandas is not loaded by it, ``import pandas`` afterwards is the real module, and cp_model's own
     pandas helpers (which read ``pd.Index`` and ``pd.Series`` through the stand-in) still build and check
     series."""
     code = """
 import sys
-from stickyflow.formulations.streams.cpsat import _import_cp_model
-cp_model = _import_cp_model()
+from stickyflow.formulations.cpsat_backend import import_cp_model
+cp_model = import_cp_model()
 assert "pandas" not in sys.modules, "pandas was imported"
 import pandas as pd
 assert type(pd) is type(sys) and pd.__file__.endswith("__init__.py") and sys.modules["pandas"] is pd, pd

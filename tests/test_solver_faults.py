@@ -179,17 +179,18 @@ def _cpsat_finds_nothing(monkeypatch) -> None:
 
     fake = types.SimpleNamespace(**{k: getattr(cp_model, k) for k in dir(cp_model) if not k.startswith("__")})
     fake.CpSolver = NoSolutionInTime
-    monkeypatch.setattr(sc, "_cp", lambda: fake)
+    monkeypatch.setattr(sc, "cp_model_module", lambda: fake)
 
 
 def _flow_plan_kept(snap) -> bool:
     """Whether CP-SAT, finding nothing, would keep the flow's plan (tags and the move cap relaxed)."""
-    import stickyflow.formulations.streams.cpsat as sc
+    import stickyflow.formulations.streams.cpsat_data as sc_data
+    import stickyflow.formulations.streams.cpsat_start as sc_start
     from stickyflow.formulations.streams.flow import solve_flow
     from stickyflow.formulations.streams.opt import build_model
 
     model = build_model(snap)
-    return sc._valid_hint(model, solve_flow(sc._relaxed(model))) is not None
+    return sc_start.valid_hint(model, solve_flow(sc_data.relaxed(model))) is not None
 
 
 def test_streams_cpsat_without_a_solution_falls_back(monkeypatch):
@@ -201,7 +202,7 @@ def test_streams_cpsat_without_a_solution_falls_back(monkeypatch):
                                                  config={"rack_aware_assignment_tags": ["zone"]}))
     assert not _flow_plan_kept(snap)
     _cpsat_finds_nothing(monkeypatch)
-    monkeypatch.setattr(sc, "_valid_start", lambda m, hint, options: (hint, "flow"))
+    monkeypatch.setattr(sc, "valid_start", lambda m, hint, options: (hint, "flow"))
     r = stickyflow.assign(snap, method="cpsat", time_limit=5)
     assert_fallback(snap, r, "TimeLimitError", "CP-SAT found no solution within the time limit")
     assert r.solver.method == "high_availability"

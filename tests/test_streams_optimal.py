@@ -898,7 +898,8 @@ def test_tag_repair_makes_the_flow_hint_valid():
     """Two standbys spread over a zone tag (``bench/streams_vs_greedy.py``'s ``lag_skew`` t33-c4): the flow
     relaxes the tags and its plan breaks the spread; repaired (one of the hints CP-SAT may start from), it
     keeps the flow's targets and what runs, moves standbys only, and is valid by every rule."""
-    from stickyflow.formulations.streams.cpsat import _relaxed, _tag_repaired, _valid_hint
+    from stickyflow.formulations.streams.cpsat_data import relaxed as _relaxed
+    from stickyflow.formulations.streams.cpsat_start import _tag_repaired, valid_hint as _valid_hint
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
                                                        threads=[1, 2]))
@@ -936,7 +937,8 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
     moved for the tags, then evened out) and cheaper than the greedy's answer. Its answer stays balanced and
     is cheaper than the greedy's."""
     from stickyflow.formulations.streams.model import decision_plan
-    from stickyflow.formulations.streams.cpsat import _relaxed, _start_key, _tag_repaired, _valid_start
+    from stickyflow.formulations.streams.cpsat_data import relaxed as _relaxed
+    from stickyflow.formulations.streams.cpsat_start import _start_key, _tag_repaired, valid_start as _valid_start
     from stickyflow.registry import get_assignor
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("fresh", 108, 9, 402327, 1, 0.5, "balance_subtopology", 2))
@@ -958,15 +960,16 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
 def test_two_standby_tags_start_from_the_greedy_when_the_repair_fails(monkeypatch):
     """The same ``lag_skew`` t33-c4 snapshot, with the tag repair made to fail (it returns the flow's plan as
     it was): the greedy's answer, valid by every rule, is the start, under the greedy's method name."""
-    import stickyflow.formulations.streams.cpsat as sc
+    import stickyflow.formulations.streams.cpsat_data as sc_data
+    import stickyflow.formulations.streams.cpsat_start as sc_start
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
                                                        threads=[1, 2]))
     m = build_model(snap, SolveOptions())
-    flow = streams_flow.solve_flow(sc._relaxed(m))
-    monkeypatch.setattr(sc, "_tag_repaired", lambda m, plan: (plan, 0))
-    start, name = sc._valid_start(m, flow, SolveOptions())
-    assert name == "greedy" and sc._valid_hint(m, start) is not None
+    flow = streams_flow.solve_flow(sc_data.relaxed(m))
+    monkeypatch.setattr(sc_start, "_tag_repaired", lambda m, plan: (plan, 0))
+    start, name = sc_start.valid_start(m, flow, SolveOptions())
+    assert name == "greedy" and sc_start.valid_hint(m, start) is not None
     assert start.method == "high_availability"
 
 
@@ -985,7 +988,7 @@ def test_two_standby_tags_above_the_start_only_size_answer_with_the_start(monkey
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("steady", 80, 40, 7, 4, 0.5, "min_traffic", 2))
     assert 80 * 40 > sc.START_ONLY_PAIRS
-    monkeypatch.setattr(sc, "_cp", cp_sat_runs)
+    monkeypatch.setattr(sc, "cp_model_module", cp_sat_runs)
     d = solve_streams(snap, SolveOptions())
     assert d.extra["note"].startswith("CP-SAT not run") and "cpsat_status" not in d.extra, d.extra
     res = stickyflow.assign(snap, "optimal")
@@ -1012,6 +1015,8 @@ def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario
     from ortools.sat.python import cp_model
 
     import stickyflow.formulations.streams.cpsat as sc
+    import stickyflow.formulations.streams.cpsat_data as sc_data
+    import stickyflow.formulations.streams.cpsat_start as sc_start
 
     doc = streams_snapshot(scenario, tasks=tasks, clients=clients, subtopologies=subtopologies, seed=seed, racks=3,
                            num_standby_replicas=2, stateful_fraction=0.5,
@@ -1020,8 +1025,8 @@ def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario
                                    "rack_aware_assignment_strategy": strategy})
     snap = stickyflow.parse_snapshot(doc)
     m = build_model(snap, SolveOptions())
-    start, name = sc._valid_start(m, streams_flow.solve_flow(sc._relaxed(m)), SolveOptions())
-    assert name == "flow, tags repaired" and sc._valid_hint(m, start) is not None
+    start, name = sc_start.valid_start(m, streams_flow.solve_flow(sc_data.relaxed(m)), SolveOptions())
+    assert name == "flow, tags repaired" and sc_start.valid_hint(m, start) is not None
     assert movements(m, start.target).any()
     statuses = []
     solve = cp_model.CpSolver.solve
@@ -1035,4 +1040,4 @@ def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario
     monkeypatch.setattr(cp_model.CpSolver, "solve", fixed_to_hint)
     plan = sc.solve_cpsat(m, SolveOptions(time_limit=2), hint=start)
     assert statuses[0] in ("OPTIMAL", "FEASIBLE"), statuses
-    assert sc._valid_hint(m, plan) is not None
+    assert sc_start.valid_hint(m, plan) is not None
