@@ -38,7 +38,7 @@ def test_client_lns_repairs_a_spoiled_plan_but_not_below_the_bound(scenario, cas
     """Twenty targets shuffled among themselves (counts unchanged, cost about doubled): the neighbourhoods win
     most of it back, and never pass the flows' bound."""
     from stickyflow.formulations.streams import flow as sf
-    from stickyflow.formulations.streams.model import target_cost
+    from stickyflow.formulations.streams.plan import target_cost
 
     probe = _probe_module()
     m = probe.model_of(60, 8, scenario, "stateful", case_seed)

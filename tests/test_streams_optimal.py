@@ -16,9 +16,9 @@ from stickyflow.check.streams import balance_excess, streams_metrics
 from stickyflow.datasets.generators import streams_snapshot
 from stickyflow.datasets.simulator import Scenario, simulate
 from stickyflow.formulations.streams import actives as streams_actives, arcs as streams_arcs, flow as streams_flow
-from stickyflow.formulations.streams import model as streams_model, pricing as streams_pricing
+from stickyflow.formulations.streams import balance as streams_balance, pricing as streams_pricing
 from stickyflow.formulations.streams import standbys as streams_standbys
-from stickyflow.formulations.streams.model import converged_standbys
+from stickyflow.formulations.streams.plan import converged_standbys
 from stickyflow.formulations.streams.opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
 
@@ -507,7 +507,7 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
         n = T + want * int(stateful.sum())
         m = SimpleNamespace(stateful=stateful, T=T, want=want, threads=threads, bf=bf)
         _, cap = streams_pricing._replica_caps(m)
-        floor, top = streams_model.box_hull(streams_model.balance_boxes(n, threads, bf), n)
+        floor, top = streams_balance.box_hull(streams_balance.balance_boxes(n, threads, bf), n)
         most = np.zeros(C, dtype=np.int64)
         least = np.full(C, n, dtype=np.int64)
         for counts in itertools.product(range(n + 1), repeat=C):
@@ -516,7 +516,7 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
                 least = np.minimum(least, counts)
         assert (cap == most).all() and (top == most).all(), (n, threads.tolist(), bf, cap.tolist(), most.tolist())
         assert (floor == least).all(), (n, threads.tolist(), bf, floor.tolist(), least.tolist())
-        hull = streams_model.box_hull(streams_model.balance_boxes(n, threads, bf))[1]
+        hull = streams_balance.box_hull(streams_balance.balance_boxes(n, threads, bf))[1]
         tight += bool((cap < hull).any())
     assert tight >= 10
 
@@ -936,7 +936,7 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
     far from **Balanced**, then cheaper: here the repaired flow plan, balanced in every count (its standbys
     moved for the tags, then evened out) and cheaper than the greedy's answer. Its answer stays balanced and
     is cheaper than the greedy's."""
-    from stickyflow.formulations.streams.model import decision_plan
+    from stickyflow.formulations.streams.plan import decision_plan
     from stickyflow.formulations.streams.cpsat_data import relaxed as _relaxed
     from stickyflow.formulations.streams.cpsat_start import _start_key, _tag_repaired, valid_start as _valid_start
     from stickyflow.registry import get_assignor

@@ -18,10 +18,12 @@ import numpy as np
 
 from stickyflow.check.streams import balance_excess
 from stickyflow.errors import InfeasibleError, SolverFaultError
-from stickyflow.model.arrays import nonzero_pairs
+from stickyflow.model.arrays import in_sorted, nonzero_pairs
 
 from .arcs import Arcs, group_by, pool_split
-from .model import MAX_BOXES, StreamsModel, box_hull, in_sorted, movements
+from .balance import MAX_BOXES, box_hull
+from .model import StreamsModel
+from .plan import movements
 
 __all__ = ["best_target", "ActiveSolution", "standby_floor", "StandbyFloor", "solve_actives", "tie_weights"]
 
@@ -200,7 +202,7 @@ class StandbyFloor:
     avoids the holder's value (this round's replicas spread too), unless its
     standbys of this round are not its converged ones, which a waiting task's
     need not be: then the converged standbys may take the holder's value on
-    another client of it (:func:`.model.waiting_cost` prices the
+    another client of it (:func:`.plan.waiting_cost` prices the
     difference, at least 0).
     """
 

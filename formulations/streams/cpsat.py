@@ -54,13 +54,14 @@ from typing import Any
 import numpy as np
 
 from stickyflow.errors import InfeasibleError, SolverFaultError, StickyflowError, TimeLimitError
+from stickyflow.model.arrays import in_sorted
 from stickyflow.registry import SolveOptions
 
 from ..cpsat_backend import cp_model_module
 from .cpsat_data import FULL_PAIRS, CpsatData, best_spread, group_lists, relaxed
 from .cpsat_start import add_hint, hint_solves, valid_hint, valid_start
-from .model import (StreamsModel, StreamsPlan, choose_warmups, in_sorted, movements, plan_standbys,
-                    target_cost)
+from .model import StreamsModel
+from .plan import StreamsPlan, choose_warmups, movements, plan_standbys, target_cost
 
 __all__ = ["solve_cpsat", "cp_model_module", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD",
            "WALL_GUARD_S", "DETERMINISTIC_WORKERS"]

@@ -12,8 +12,10 @@ import itertools
 import numpy as np
 
 from stickyflow.errors import StickyflowError
+from stickyflow.model.arrays import in_sorted
 
-from .model import StreamsModel, StreamsPlan, in_sorted, plan_standbys
+from .model import StreamsModel
+from .plan import StreamsPlan, plan_standbys
 
 __all__ = ["CpsatData", "relaxed", "best_spread", "group_lists", "FULL_PAIRS"]
 

@@ -13,8 +13,9 @@ from stickyflow.errors import StickyflowError
 from stickyflow.registry import SolveOptions
 
 from .cpsat_data import CpsatData, best_spread
-from .model import (StreamsModel, StreamsPlan, count_excess, decision_plan, movements, plan_decision, plan_standbys,
-                    round_standbys, target_cost)
+from .model import StreamsModel
+from .plan import (StreamsPlan, count_excess, decision_plan, movements, plan_decision, plan_standbys, round_standbys,
+                   target_cost)
 
 __all__ = ["hint_solves", "valid_hint", "valid_start", "add_hint"]
 

@@ -2,7 +2,7 @@ r"""The streams model of :mod:`.model` as min-cost flows (OR-Tools ``SimpleMinCo
 
 **Actives** (the target). Every task sends one unit to a client. Balance is a
 set of boxes, not a price: for one candidate least level of active tasks and
-one of stateful active tasks (:func:`.model.balance_boxes`) the
+one of stateful active tasks (:func:`.balance.balance_boxes`) the
 client ``c`` takes between ``lo_c`` and ``hi_c`` tasks, of which between
 ``lo'_c`` and ``hi'_c`` stateful (a laminar family: task -> (client,
 stateful?) -> client -> sink, lower bounds moved into the supplies), and under
@@ -53,7 +53,8 @@ import time
 import numpy as np
 
 from .actives import best_target
-from .model import StreamsModel, StreamsPlan, choose_warmups, count_excess, movements, round_standbys, target_cost
+from .model import StreamsModel
+from .plan import StreamsPlan, choose_warmups, count_excess, movements, round_standbys, target_cost
 from .pricing import (LAGRANGIAN_STEPS, replica_lagrangian, replica_repair, replica_subgradient, small_instance,
                       subgradient_steps)
 from .standbys import solve_standbys

@@ -2,7 +2,7 @@ r"""The optimizing Kafka Streams assignor (``optimal`` for ``kind = "streams"``)
 
 One rebalance under KIP-441's high-availability rules, solved by min-cost
 flows (:mod:`.flow`) or CP-SAT (:mod:`.cpsat`); the shared
-arrays, boxes and decoding live in :mod:`.model`. The decision is a
+arrays (:mod:`.model`), boxes (:mod:`.balance`) and decoding (:mod:`.plan`) live apart. The decision is a
 *target* ``x[t, c]`` (task ``t`` active on client ``c`` once converged) with
 ``want = min(num_standby_replicas, clients - 1)`` standbys ``s[t, c]`` per
 stateful task; what the clients run this round follows from it:
@@ -72,8 +72,9 @@ from stickyflow.model.streams import StreamsSnapshot
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
-from .model import (StreamsModel, StreamsPlan, balance_boxes, box_hull, build_model, choose_warmups,
-                             movements, plan_cost, plan_decision, target_cost)
+from .balance import balance_boxes, box_hull
+from .model import StreamsModel, build_model
+from .plan import StreamsPlan, choose_warmups, movements, plan_cost, plan_decision, target_cost
 
 __all__ = ["solve_streams", "METHODS", "StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "CPSAT_AUTO_PAIRS",

@@ -22,7 +22,9 @@ import numpy as np
 from stickyflow.errors import InfeasibleError
 
 from .actives import best_target
-from .model import StreamsModel, StreamsPlan, balance_boxes, box_hull, replica_counts
+from .balance import balance_boxes, box_hull
+from .model import StreamsModel
+from .plan import StreamsPlan, replica_counts
 from .standbys import free_standbys
 
 __all__ = ["replica_lagrangian", "replica_subgradient", "replica_repair", "subgradient_steps", "small_instance",

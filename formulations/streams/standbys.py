@@ -28,7 +28,9 @@ from stickyflow.errors import InfeasibleError, SolverFaultError
 from stickyflow.model.arrays import nonzero_pairs
 
 from .arcs import Arcs, group_by, interleaved_slots, pool_split
-from .model import StreamsModel, balance_boxes, box_hull, movements
+from .balance import balance_boxes, box_hull
+from .model import StreamsModel
+from .plan import movements
 
 __all__ = ["solve_standbys", "free_placement", "free_standbys", "allowed_combos", "EXPLICIT_STANDBY_ARCS",
            "MAX_EXPLICIT_STANDBY_ARCS"]
