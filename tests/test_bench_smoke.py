@@ -19,7 +19,7 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
-from stickyflow.adapters.cli_bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
+from stickyflow.adapters.cli.bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
                                            streams_document)
 from stickyflow.consumer import ConsumerSnapshot, Member, Topic, previous_owners
 from stickyflow.consumer_check import (ArrayAssignment, _run_tuples, cooperative_split, inspect_consumer,

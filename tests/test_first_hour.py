@@ -228,7 +228,7 @@ def test_no_legend_covers_a_panel(monkeypatch, tmp_path):
     kept_figures: list = []  # every figure the plot functions close, kept open to be looked at
     monkeypatch.setattr(plt, "close", kept_figures.append)
 
-    from stickyflow.adapters import cli_bench
+    from stickyflow.adapters.cli import bench as cli_bench
     from stickyflow.adapters.report import plot_metrics, plot_simulation, plot_time_vs_size
     from stickyflow.adapters.report_study import plot_rounds, plot_vs_size
     from stickyflow.datasets.simulator import preset, simulate

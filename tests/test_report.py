@@ -324,7 +324,7 @@ def _labelled(fig, name):
 
 
 def test_every_plot_is_labelled(batch, figures, tmp_path):
-    from stickyflow.adapters import cli_bench
+    from stickyflow.adapters.cli import bench as cli_bench
     from stickyflow.adapters.compare import compare
     from stickyflow.datasets.simulator import preset, simulate
 

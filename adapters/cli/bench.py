@@ -30,7 +30,7 @@ The work is split by idea (``bench-results/`` is git-ignored):
 This module is the command: its options are checked while the command line
 is parsed (one line and exit 2 for a bad value), and it imports the rest only
 when the bench runs. The public names of the modules above are importable
-from here too (``from stickyflow.adapters.cli_bench import Case, run_suite``).
+from here too (``from stickyflow.adapters.cli.bench import Case, run_suite``).
 """
 
 from __future__ import annotations
@@ -41,16 +41,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .bench_config import (ASSIGNORS, EVENTS, FULL_CONSUMER_SIZES, FULL_STREAMS_SIZES, PEER_ASSIGNORS,
+from ..bench_config import (ASSIGNORS, EVENTS, FULL_CONSUMER_SIZES, FULL_STREAMS_SIZES, PEER_ASSIGNORS,
                            QUICK_CONSUMER_SIZES, QUICK_STREAMS_SIZES, STICKYFLOW_ASSIGNORS, SUBSCRIPTIONS)
-from .cli_input import BadInput, int_at_least, names, path, seconds, sizes, writable_dir
+from .input import BadInput, int_at_least, names, path, seconds, sizes, writable_dir
 
 if TYPE_CHECKING:  # what static tools read; at run time these load on first use (``__getattr__`` below)
-    from .bench_cases import (Case, consumer_cases, consumer_snapshot, min_moves_equal, streams_cases,
+    from ..bench_cases import (Case, consumer_cases, consumer_snapshot, min_moves_equal, streams_cases,
                               streams_document, topic_count)
-    from .bench_goals import Goal, run_goals, solve_process
-    from .bench_output import environment, markdown_table, plot
-    from .bench_suite import run_suite
+    from ..bench_goals import Goal, run_goals, solve_process
+    from ..bench_output import environment, markdown_table, plot
+    from ..bench_suite import run_suite
 
 __all__ = [
     "Case",
@@ -94,7 +94,7 @@ def __getattr__(name: str):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    value = getattr(importlib.import_module(f"..{module}", __package__), name)
     globals()[name] = value
     return value
 
@@ -155,8 +155,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _write_outputs(out: Path, doc: dict[str, Any], assignors: Sequence[str], log: Callable[[str], None], *,
                    plot_too: bool) -> None:
     """``bench-MODE.json``, ``.md`` (time and memory tables) and ``.png`` in ``out``."""
-    from .bench_measure import _json_default
-    from .bench_output import markdown_table, plot
+    from ..bench_measure import _json_default
+    from ..bench_output import markdown_table, plot
 
     mode, records, command = doc.get("mode", "full"), doc["records"], doc.get("command", "stickyflow bench")
     json_path = out / f"bench-{mode}.json"
@@ -186,7 +186,7 @@ def _word(value: Any) -> str:
 
 def _command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this run: ``stickyflow bench`` and every option not left at its default."""
-    from .cli_input import Parser
+    from .input import Parser
 
     parser = Parser()
     add_parser(parser.add_subparsers())
@@ -225,9 +225,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     out = writable_dir(args.out)
     command = _command_line(args)
     if args.goals:
-        from .bench_goals import run_goals
-        from .bench_measure import _json_default
-        from .bench_output import environment
+        from ..bench_goals import run_goals
+        from ..bench_measure import _json_default
+        from ..bench_output import environment
 
         goals = run_goals(out, repeats=args.repeats or 5, log=log, per_topic=args.per_topic,
                           timeout_s=args.timeout or 1800.0)
@@ -238,7 +238,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         log(f"wrote {out / 'goals.json'}")
         return 0 if all(g.passed is not False for g in goals) else 1
 
-    from .bench_cases import consumer_cases, streams_cases
+    from ..bench_cases import consumer_cases, streams_cases
 
     cases = []
     if "consumer" in args.kinds:
@@ -252,9 +252,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not cases:
         raise BadInput("option --kinds", "selects no case to run")
 
-    from .bench_measure import _json_default
-    from .bench_output import environment
-    from .bench_suite import run_suite
+    from ..bench_measure import _json_default
+    from ..bench_output import environment
+    from ..bench_suite import run_suite
 
     repeats = args.repeats or (3 if args.quick else 5)
     timeout = args.timeout or (20.0 if args.quick else 300.0)
