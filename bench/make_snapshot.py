@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from stickyflow import _jsonio
-from stickyflow.adapters.cli.bench import Case, consumer_snapshot, streams_document
+from stickyflow.adapters.bench import Case, consumer_snapshot, streams_document
 from stickyflow.consumer import consumer_to_json
 
 

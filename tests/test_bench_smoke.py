@@ -19,8 +19,8 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
-from stickyflow.adapters.cli.bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
-                                           streams_document)
+from stickyflow.adapters.bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
+                                       streams_document)
 from stickyflow.consumer import ConsumerSnapshot, Member, Topic, previous_owners
 from stickyflow.consumer_check import (ArrayAssignment, _run_tuples, cooperative_split, inspect_consumer,
                                        normalize_consumer_assignment)

@@ -228,7 +228,7 @@ def test_no_legend_covers_a_panel(monkeypatch, tmp_path):
     kept_figures: list = []  # every figure the plot functions close, kept open to be looked at
     monkeypatch.setattr(plt, "close", kept_figures.append)
 
-    from stickyflow.adapters.cli import bench as cli_bench
+    from stickyflow.adapters.bench.output import plot as bench_plot
     from stickyflow.adapters.report import plot_metrics, plot_simulation, plot_time_vs_size
     from stickyflow.adapters.report_study import plot_rounds, plot_vs_size
     from stickyflow.datasets.simulator import preset, simulate
@@ -250,7 +250,7 @@ def test_no_legend_covers_a_panel(monkeypatch, tmp_path):
                               "rounds_max": [1, 3, 4], "snapshots": 5, "errors": 0}))
     records = [dict(kind="consumer", subscriptions="equal", event="join", size=n, members=10, assignor=a,
                     wall_s=0.001 * n, racks=0) for n in (100, 1000) for a in names]
-    cli_bench.plot(records, tmp_path / "bench.png", names)  # saves and closes its own figure
+    bench_plot(records, tmp_path / "bench.png", names)  # saves and closes its own figure
     assert len(kept_figures) >= 5
     for k, fig in enumerate(kept_figures):
         fig.canvas.draw()

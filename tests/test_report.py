@@ -324,7 +324,7 @@ def _labelled(fig, name):
 
 
 def test_every_plot_is_labelled(batch, figures, tmp_path):
-    from stickyflow.adapters.cli import bench as cli_bench
+    from stickyflow.adapters.bench.output import plot as bench_plot
     from stickyflow.adapters.compare import compare
     from stickyflow.datasets.simulator import preset, simulate
 
@@ -342,7 +342,7 @@ def test_every_plot_is_labelled(batch, figures, tmp_path):
                     racks=0) for k, s in (("consumer", "equal"), ("streams", "stateful"))
                for n, m in ((100, 10), (1000, 50))[: 2 if k == "consumer" else 1]
                for j, a in enumerate(("optimal", "sticky"))]
-    cli_bench.plot(records, tmp_path / "bench.png", ["optimal", "sticky"])
+    bench_plot(records, tmp_path / "bench.png", ["optimal", "sticky"])
     for k, fig in enumerate(figures):
         _labelled(fig, f"figure {k}")
 

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .bench_cases import Case
+from .cases import Case
 
 # --------------------------------------------------------------------------- running one assignor
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .bench_cases import Case, consumer_snapshot, min_moves_equal, topic_count
-from .bench_measure import _in_child, _measure
-from .bench_suite import _available, _fmt_s, _warm_up
+from .cases import Case, consumer_snapshot, min_moves_equal, topic_count
+from .measure import _in_child, _measure
+from .suite import _available, _fmt_s, _warm_up
 
 __all__ = ["Goal", "run_goals", "solve_process"]
 

@@ -6,9 +6,9 @@ import gc
 import time
 from typing import Any, Callable, Iterable, Sequence
 
-from .bench_cases import Case, consumer_snapshot, min_moves_equal, streams_document
-from .bench_config import ASSIGNORS
-from .bench_measure import _in_child, _measure, _one_run, _peer_module
+from .cases import Case, consumer_snapshot, min_moves_equal, streams_document
+from .config import ASSIGNORS
+from .measure import _in_child, _measure, _one_run, _peer_module
 
 __all__ = ["run_suite"]
 
