@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from .input import (assignor_names, existing_path, int_at_least, key_value, local_path, master_url,
-                        output_location, seconds)
+                    output_location, seconds)
 
 __all__ = ["add_parser"]
 
