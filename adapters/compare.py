@@ -25,7 +25,7 @@ and write the rows, the tables, the plots, one HTML page and everything needed t
   traffic-against-moves sweep over the study's first rack-aware consumer groups.
   Counts and metrics are exact and the same on every run of the same command;
   only the ``wall_ms_*`` columns (times) differ.
-* **Pictures and page**: see :mod:`stickyflow.adapters.report_study`.
+* **Pictures and page**: see :mod:`stickyflow.adapters.report.study`.
 * ``study.json``: the command, the source (suites, count, seed), the
   assignors, the settings, the versions (stickyflow, OR-Tools, Spark, pandas,
   kafka-python, Python) and the machine.
@@ -587,7 +587,7 @@ def compare(source: str | Source, assignors: Sequence[str] | str, out: str | Pat
         n_rows = len(frame)
     solve_s = time.perf_counter() - t0
     say(f"{n_rows} rows in {solve_s:.1f} s")
-    from .report_study import pareto_for_study, write_study_report
+    from .report.study import pareto_for_study, write_study_report
 
     with Ticker(say, "Pareto sweep (solves)") as tick:
         pareto = pareto_for_study(src, names, count=pareto_count, ratios=ratios, time_limit=time_limit or 10.0,

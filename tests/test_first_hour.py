@@ -104,7 +104,7 @@ def test_decode_hints_at_input_when_bytes_come_as_text(encoding, hint, tmp_path,
 
 def test_a_run_that_never_converges_is_a_tall_flagged_bar_not_a_zero():
     pytest.importorskip("pandas")
-    from stickyflow.adapters.report_simulation import convergence_bars
+    from stickyflow.adapters.report.simulation import convergence_bars
     from stickyflow.datasets.simulator import preset, simulate
 
     sim = simulate(preset("streams-warmup"), ["sticky"])
@@ -143,7 +143,7 @@ def test_progress_lines_come_while_one_step_hangs():
 
 def test_the_pareto_sweep_counts_every_solve():
     pytest.importorskip("pandas")
-    from stickyflow.adapters.report_pareto import pareto_snapshots, pareto_sweep
+    from stickyflow.adapters.report.pareto import pareto_snapshots, pareto_sweep
 
     calls = []
     sweep = pareto_sweep(pareto_snapshots(2), (0.0, 1.0), ("optimal", "range"), progress=lambda: calls.append(1))
@@ -175,7 +175,7 @@ def _batch_folder(tmp_path, with_record: bool):
     of three snapshots: two with racks, one without."""
     pd = pytest.importorskip("pandas")
     pytest.importorskip("matplotlib")
-    from stickyflow.adapters.report_pareto import pareto_snapshots
+    from stickyflow.adapters.report.pareto import pareto_snapshots
     from stickyflow.adapters.spark import BATCH_RECORD, batch_record
 
     docs = pareto_snapshots(2, seed=5) + [dict(CONSUMER, id="no-racks")]
@@ -230,7 +230,7 @@ def test_no_legend_covers_a_panel(monkeypatch, tmp_path):
 
     from stickyflow.adapters.bench.output import plot as bench_plot
     from stickyflow.adapters.report import plot_metrics, plot_simulation, plot_time_vs_size
-    from stickyflow.adapters.report_study import plot_rounds, plot_vs_size
+    from stickyflow.adapters.report.study import plot_rounds, plot_vs_size
     from stickyflow.datasets.simulator import preset, simulate
 
     names = ["optimal", "sticky", "range"]

@@ -13,10 +13,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from .report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
-                          legend_outside)
-from .report_pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
-                            pareto_sweep, pareto_table, plot_pareto, read_snapshots)
+from ..report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
+                           legend_outside)
+from .pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
+                     pareto_sweep, pareto_table, plot_pareto, read_snapshots)
 
 __all__ = ["BATCH_COLUMNS", "STATUSES", "SUMMARY_COLUMNS", "load_batch", "summary_table", "plot_metrics",
            "plot_time_vs_size", "Report", "write_report"]

@@ -13,8 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from .report_base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
-from .report_batch import Report
+from ..report_base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
+from .batch import Report
 
 __all__ = ["plot_simulation", "convergence_bars", "write_simulation_report"]
 

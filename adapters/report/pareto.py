@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from stickyflow.errors import InvalidSnapshotError, Problem
 
-from .report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
+from ..report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
 
 __all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "read_snapshots", "batch_input", "first_with_racks",
            "has_racks", "with_cost_ratio", "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]
@@ -89,7 +89,7 @@ def batch_input(batch: Any) -> str | None:
     file, an output written before the record existed)."""
     import json
 
-    from .spark import BATCH_RECORD
+    from ..spark import BATCH_RECORD
 
     if not isinstance(batch, (str, Path)):
         return None

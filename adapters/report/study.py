@@ -13,9 +13,9 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
-                          legend_outside)
-from .report_pareto import DEFAULT_RATIOS
+from ..report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
+                           legend_outside)
+from .pareto import DEFAULT_RATIOS
 
 __all__ = ["DEFINITIONS", "plot_vs_size", "plot_rounds", "pareto_for_study", "pareto_table", "write_study_report"]
 
@@ -145,7 +145,7 @@ def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, rat
         return None
     import stickyflow
 
-    from .report_pareto import has_racks, pareto_sweep
+    from .pareto import has_racks, pareto_sweep
 
     found: dict[str, list[Any]] = {"consumer": [], "streams": []}
 
@@ -191,7 +191,7 @@ def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, rat
 def pareto_table(sweep):
     """The sweep with no repeated rows: an assignor whose totals are the same at several ratios (a greedy one
     that ignores the costs, say) gets one row listing those ratios."""
-    from .report_pareto import pareto_table as collapse
+    from .pareto import pareto_table as collapse
 
     return collapse(sweep)
 
@@ -232,7 +232,7 @@ def write_study_report(out: str | Path, tables: Mapping[str, Any], record: Mappi
     pngs["rounds"] = plot_rounds(tables["summary"], files["rounds.png"])
     pareto = tables.get("pareto")
     if pareto is not None and len(pareto):
-        from .report_pareto import plot_pareto
+        from .pareto import plot_pareto
 
         files["pareto.png"] = out / "pareto.png"
         pngs["pareto"] = plot_pareto(pareto, files["pareto.png"])
