@@ -167,9 +167,9 @@ def check_assignors(names: Sequence[str]) -> tuple[str, ...]:
             continue
         if n in PEERS:
             try:
-                from .peers import _kafka
+                from .peers import kafka_classes
 
-                _kafka()
+                kafka_classes()
             except Exception as exc:  # noqa: BLE001 - any reason kafka-python cannot load
                 raise UnknownAssignorError(f"--assignors: {n} needs kafka-python ({exc})") from None
             continue

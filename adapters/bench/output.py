@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .config import EVENTS
-from .suite import _fmt_s
+from .suite import format_seconds
 
 __all__ = ["environment", "markdown_table", "plot"]
 
@@ -86,7 +86,7 @@ def _cell(r: dict[str, Any] | None) -> str:
         return "timeout"
     if st == "error" or r.get("error"):
         return "error"
-    out = f"{_fmt_s(r['wall_s'])}, {r['moves']:,} mv"
+    out = f"{format_seconds(r['wall_s'])}, {r['moves']:,} mv"
     if r.get("gap_sumsq"):
         out += f", imb {r['imbalance']}"
     if r.get("cross_rack"):

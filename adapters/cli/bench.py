@@ -90,12 +90,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _write_outputs(out: Path, doc: dict[str, Any], assignors: Sequence[str], log: Callable[[str], None], *,
                    plot_too: bool) -> None:
     """``bench-MODE.json``, ``.md`` (time and memory tables) and ``.png`` in ``out``."""
-    from ..bench.measure import _json_default
+    from ..bench.measure import json_default
     from ..bench.output import markdown_table, plot
 
     mode, records, command = doc.get("mode", "full"), doc["records"], doc.get("command", "stickyflow bench")
     json_path = out / f"bench-{mode}.json"
-    json_path.write_text(json.dumps(doc, indent=1, default=_json_default))
+    json_path.write_text(json.dumps(doc, indent=1, default=json_default))
     table = markdown_table(records, assignors)
     memory = markdown_table(records, assignors, what="memory")
     env = doc.get("environment", {})
@@ -161,7 +161,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     command = _command_line(args)
     if args.goals:
         from ..bench.goals import run_goals
-        from ..bench.measure import _json_default
+        from ..bench.measure import json_default
         from ..bench.output import environment
 
         goals = run_goals(out, repeats=args.repeats or 5, log=log, per_topic=args.per_topic,
@@ -169,7 +169,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         doc = {"command": command, "environment": environment(),
                "goals": [{"name": g.name, "passed": g.passed, "detail": g.detail, "numbers": g.numbers}
                          for g in goals]}
-        (out / "goals.json").write_text(json.dumps(doc, indent=2, default=_json_default))
+        (out / "goals.json").write_text(json.dumps(doc, indent=2, default=json_default))
         log(f"wrote {out / 'goals.json'}")
         return 0 if all(g.passed is not False for g in goals) else 1
 
@@ -187,7 +187,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not cases:
         raise BadInput("option --kinds", "selects no case to run")
 
-    from ..bench.measure import _json_default
+    from ..bench.measure import json_default
     from ..bench.output import environment
     from ..bench.suite import run_suite
 
@@ -198,7 +198,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     partial = out / f"bench-{mode}.partial.json"
 
     def save(records: list[dict[str, Any]]) -> None:  # a long run keeps what it measured so far
-        partial.write_text(json.dumps({"command": command, "mode": mode, "records": records}, default=_json_default))
+        partial.write_text(json.dumps({"command": command, "mode": mode, "records": records}, default=json_default))
 
     records = run_suite(cases, args.assignors, repeats=repeats, budget_s=args.budget, timeout_s=timeout, log=log,
                         progress=save)
