@@ -33,11 +33,10 @@ axes, the HTML page), :mod:`.batch` (a batch's table and plots), :mod:`.pareto` 
 
 from __future__ import annotations
 
-from ..report_base import (PAGE_CSS, Html, _cell_number, _color, _from_zero, _log_axis, _marker, _pandas,  # noqa: F401
-                           _pyplot, _save, html_page)
-from .batch import (BATCH_COLUMNS, STATUSES, SUMMARY_COLUMNS, UNKNOWN, Report, _ok, load_batch,  # noqa: F401
+from ..report_base import PAGE_CSS, Html, html_page  # noqa: F401
+from .batch import (BATCH_COLUMNS, STATUSES, SUMMARY_COLUMNS, UNKNOWN, Report, load_batch,  # noqa: F401
                     plot_metrics, plot_time_vs_size, summary_table, write_report)
-from .pareto import (_SCALE, DEFAULT_RATIOS, GREEDY, has_racks, pareto_front, pareto_snapshots,  # noqa: F401
+from .pareto import (COST_SCALE, DEFAULT_RATIOS, GREEDY, has_racks, pareto_front, pareto_snapshots,  # noqa: F401
                      pareto_sweep, pareto_table, plot_pareto, read_snapshots, with_cost_ratio)
 from .simulation import plot_simulation, write_simulation_report  # noqa: F401
 

@@ -15,7 +15,7 @@ from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
 from ..report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
                            legend_outside)
-from .pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
+from .pareto import (DEFAULT_RATIOS, GREEDY, COST_SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
                      pareto_sweep, pareto_table, plot_pareto, read_snapshots)
 
 __all__ = ["BATCH_COLUMNS", "STATUSES", "SUMMARY_COLUMNS", "load_batch", "summary_table", "plot_metrics",
@@ -437,7 +437,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
                          f"{row['snapshots'] + row['skipped']} {row['kind']} snapshots (at ratio {row['ratio']:g}).")
         blocks += [("Traffic against moves", pareto_png),
                    ("Pareto sweep", f"Input: {source}; ratios traffic_cost / non_overlap_cost = "
-                                    f"{', '.join(f'{r:g}' for r in ratios)} (non_overlap_cost = {_SCALE})."),
+                                    f"{', '.join(f'{r:g}' for r in ratios)} (non_overlap_cost = {COST_SCALE})."),
                    ("Pareto sweep totals (one row per assignor and result; ratios: where it gave that result)",
                     pareto_table(sweep))]
     if len(errors):

@@ -16,7 +16,7 @@ __all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "read_snapshots", "ba
 
 DEFAULT_RATIOS = (0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
 GREEDY = ("sticky", "range", "roundrobin")
-_SCALE = 10  # non_overlap_cost in the sweep: ratios with one decimal stay exact integers
+COST_SCALE = 10  # non_overlap_cost in the sweep: ratios with one decimal stay exact integers
 # --------------------------------------------------------------------------- the Pareto sweep
 
 def pareto_snapshots(count: int = 12, seed: int = 0) -> list[dict[str, Any]]:
@@ -141,7 +141,7 @@ def has_racks(snapshot: Any) -> bool:
     return snapshot.racks_known()
 
 
-def with_cost_ratio(snapshot: Any, ratio: float, scale: int = _SCALE) -> dict[str, Any]:
+def with_cost_ratio(snapshot: Any, ratio: float, scale: int = COST_SCALE) -> dict[str, Any]:
     """The snapshot's JSON with ``traffic_cost = round(ratio * scale)`` and ``non_overlap_cost = scale``.
 
     Consumer groups get ``rack_aware: true``; Streams applications get the
@@ -198,7 +198,7 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
                 continue
             for ratio in ratios:
                 tot = {"kind": kind, "assignor": assignor, "ratio": float(ratio),
-                       "traffic_cost": int(round(ratio * _SCALE)), "non_overlap_cost": _SCALE, "snapshots": 0,
+                       "traffic_cost": int(round(ratio * COST_SCALE)), "non_overlap_cost": COST_SCALE, "snapshots": 0,
                        "skipped": 0, "moves": 0, "cross_rack": 0, "imbalance_max": 0, "proven": 0, "fallbacks": 0,
                        "followups": 0, "wall_s": 0.0}
                 for snap in of_kind:
