@@ -43,8 +43,8 @@ def run_goals(out_dir: Path, *, repeats: int = 5, log: Callable[[str], None] = p
         r = run(c, "optimal")
         ok = r.get("wall_s") is not None and r["wall_s"] <= 1.0 and r.get("moves") == r["bound_moves"]
         goals.append(Goal(f"equal 1,000,000 x 2,000 join ({_topics_label(c)}): <= 1 s, optimal moves", ok,
-                          f"{format_seconds(r.get('wall_s'))}, moves {r.get('moves')} (least possible {r['bound_moves']}), "
-                          f"peak {r.get('peak_mib')} MiB", r))
+                          f"{format_seconds(r.get('wall_s'))}, moves {r.get('moves')} "
+                          f"(least possible {r['bound_moves']}), peak {r.get('peak_mib')} MiB", r))
         log(_goal_line(goals[-1]))
     # 2. equal, 10k x 100, 10% join: <= 30 ms
     for pt in sorted({per_topic, 10_000}):

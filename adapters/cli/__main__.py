@@ -1,4 +1,4 @@
-"""``python -m stickyflow.adapters.cli``: the same command line as ``stickyflow`` (as when the package was one module)."""
+"""``python -m stickyflow.adapters.cli``: the same command line as ``stickyflow`` (as when cli was one module)."""
 
 from stickyflow.adapters.cli import main
 
