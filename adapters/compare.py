@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import sys
 import time
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from stickyflow.errors import InvalidSnapshotError, Problem, UnknownAssignorErro
 
 from .plan_rows import PLAN_COLUMNS, check_plan_names, is_plan, plan_compare_rows
 from .progress import Ticker
+from .runtime import environment, warm_up
 
 __all__ = [
     "ROW_COLUMNS",
@@ -209,7 +209,7 @@ class _Worker:
             sys.path.append(self.cwd)
         if any(a in PEERS for a in self.assignors):
             _register_peers()
-        _warm_up(self.assignors)
+        warm_up(self.assignors)
 
     def index_rows(self, index: int) -> list[dict[str, Any]]:
         suite_name, i = self.source.locate(index)
@@ -265,31 +265,6 @@ def arrow_schema():
 def _spark_schema() -> str:
     types = {"string": "string", "int64": "bigint", "double": "double", "bool": "boolean"}
     return ", ".join(f"`{c}` {types[t]}" for c, t in ROW_COLUMNS.items())
-
-
-_WARM: set[tuple[str, ...]] = set()
-
-
-def _warm_up(assignors: Sequence[str]) -> None:
-    """Solve a tiny snapshot of each kind with each assignor once per process: imports and first-call set-up
-    (OR-Tools, numpy kernels) must not count as the first snapshot's solve time."""
-    key = tuple(assignors)
-    if key in _WARM:
-        return
-    import stickyflow
-    from stickyflow.datasets.generators import consumer_snapshot, streams_snapshot
-
-    docs = [consumer_snapshot("scale_out", partitions=12, members=3, racks=3, seed=1),
-            consumer_snapshot("scale_out", partitions=12, members=3, protocol="cooperative", seed=2),
-            streams_snapshot("scale_out", tasks=8, clients=3, racks=3, num_standby_replicas=1, seed=3)]
-    for doc in docs:
-        for a in assignors:
-            if _serves(a, doc["kind"]):
-                try:
-                    stickyflow.assign(doc, a)
-                except Exception:  # noqa: BLE001 - a warm-up failure shows again, as a row, when it matters
-                    pass
-    _WARM.add(key)
 
 
 def _error_row(message: str, **fields: Any) -> dict[str, Any]:
@@ -600,13 +575,19 @@ def compare(source: str | Source, assignors: Sequence[str] | str, out: str | Pat
         "assignors": list(names), "engine": engine, "master": master if engine == "spark" else None,
         "rounds": rounds, "time_limit": time_limit, "pareto_count": pareto_count,
         "rows": n_rows, "wall_s": round(solve_s, 3),
-        "versions": environment(spark_version),
+        "versions": _versions(environment(spark_version)),
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     with Ticker(say, "writing tables and plots"):
         files = write_study_report(out, tables, record)
     files["results.parquet"] = results
     return Study(out=out, files=files, tables=tables, record=record, rows=n_rows)
+
+
+def _versions(env: Mapping[str, Any]) -> dict[str, Any]:
+    """``study.json``'s ``versions``: distribution -> version, ``python`` and the ``machine``."""
+    return {**env["versions"], "python": env["python"],
+            "machine": {k: env[k] for k in ("platform", "processor", "cpus", "memory_gib")}}
 
 
 def _writable(out: Path) -> None:
@@ -704,34 +685,6 @@ def _spark_write(df: Any, path: Path, progress: Callable[[str], None] | None = N
         if watcher:
             watcher.stop()
         sc.setLocalProperty("spark.jobGroup.id", None)
-
-
-def environment(spark_version: str | None = None) -> dict[str, Any]:
-    """Versions and machine, for ``study.json``."""
-    import importlib.metadata as md
-
-    def version(dist: str) -> str | None:
-        try:
-            return md.version(dist)
-        except md.PackageNotFoundError:
-            return None
-
-    mem = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    mem = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    return {
-        "stickyflow": version("stickyflow"), "ortools": version("ortools"),
-        "pyspark": spark_version or version("pyspark"), "pandas": version("pandas"), "numpy": version("numpy"),
-        "pyarrow": version("pyarrow"), "kafka-python": version("kafka-python"),
-        "python": platform.python_version(),
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
-                    "memory_gib": mem},
-    }
 
 
 def _pandas():

@@ -12,7 +12,8 @@ The work is split by idea (``bench-results/`` is git-ignored):
   to the lower bounds (``bound_sumsq``, ``bound_cost`` from the optimizer's
   proven optimum; ``bound_moves`` in closed form with equal subscriptions and no
   racks, independently of any solver);
-* :mod:`~stickyflow.adapters.bench.output`: environment, Markdown tables, the plot;
+* :mod:`~stickyflow.adapters.bench.output`: Markdown tables, the plot (the environment and the warm-up:
+  :mod:`stickyflow.adapters.runtime`);
 * :mod:`~stickyflow.adapters.bench.goals`: the speed targets.
 
 The public names of the modules above are importable from here
@@ -31,7 +32,8 @@ if TYPE_CHECKING:  # what static tools read; at run time these load on first use
     from .cases import (Case, consumer_cases, consumer_snapshot, min_moves_equal, streams_cases, streams_document,
                         topic_count)
     from .goals import Goal, run_goals, solve_process
-    from .output import environment, markdown_table, plot
+    from ..runtime import environment
+    from .output import markdown_table, plot
     from .suite import run_suite
 
 __all__ = [
@@ -61,7 +63,7 @@ _HOME = {
     "Case": "cases", "consumer_cases": "cases", "streams_cases": "cases", "topic_count": "cases",
     "consumer_snapshot": "cases", "streams_document": "cases", "min_moves_equal": "cases",
     "run_suite": "suite",
-    "environment": "output", "markdown_table": "output", "plot": "output",
+    "environment": "..runtime", "markdown_table": "output", "plot": "output",
     "Goal": "goals", "run_goals": "goals", "solve_process": "goals",
 }
 

@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 from .cases import Case, consumer_snapshot, min_moves_equal, topic_count
 from .measure import in_child, measure
-from .suite import available, format_seconds, warm_up
+from ..runtime import warm_up
+from .suite import available, format_seconds
 
 __all__ = ["Goal", "run_goals", "solve_process"]
 
@@ -29,7 +30,7 @@ def run_goals(out_dir: Path, *, repeats: int = 5, log: Callable[[str], None] = p
               per_topic: int = 2000, skip_peer: bool = False, timeout_s: float = 1800.0) -> list[Goal]:
     """Measure the issue's speed goals on this machine; each line says pass or fail with the numbers."""
     goals: list[Goal] = []
-    warm_up(["consumer"], ["optimal"])
+    warm_up(["optimal"], kinds=["consumer"])
 
     def run(case: Case, assignor: str, reps: int = repeats) -> dict[str, Any]:
         snap = consumer_snapshot(case)

@@ -1,42 +1,16 @@
-"""What the bench writes: the environment it ran in, Markdown tables (time, memory) and the PNG plot."""
+"""What the bench writes besides its JSON: Markdown tables (time, memory) and the PNG plot."""
 
 from __future__ import annotations
 
-import os
-import platform
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from .config import EVENTS
 from .suite import format_seconds
 
-__all__ = ["environment", "markdown_table", "plot"]
+__all__ = ["markdown_table", "plot"]
 
 # --------------------------------------------------------------------------- outputs
-
-def environment() -> dict[str, Any]:
-    """Where the numbers come from: machine, Python and library versions."""
-    import importlib.metadata as md
-
-    versions = {}
-    for pkg in ("stickyflow", "numpy", "ortools", "orjson", "kafka-python"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            versions[pkg] = None
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"python": platform.python_version(), "platform": platform.platform(), "cpu": cpu,
-            "cpus": os.cpu_count(), "versions": versions,
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
 
 def markdown_table(records: Sequence[dict[str, Any]], assignors: Sequence[str], *, what: str = "time") -> str:
     """One row per case, one column per assignor.

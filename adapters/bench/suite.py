@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
+from ..runtime import warm_up
 from .cases import Case, consumer_snapshot, min_moves_equal, streams_document
 from .config import ASSIGNORS
-from .measure import in_child, measure, one_run, peer_module
+from .measure import in_child, measure, peer_module
 
 __all__ = ["run_suite"]
 
@@ -44,23 +45,6 @@ def _build(case: Case):
     return parse_snapshot(streams_document(case))
 
 
-def warm_up(kinds: Iterable[str], assignors: Sequence[str]) -> None:
-    """Import and exercise every backend once, so that no run pays for first-use imports."""
-    for kind in kinds:
-        case = (Case(kind=kind, size=20, members=4, event="join", subscriptions="mixed") if kind == "consumer"
-                else Case(kind=kind, size=8, members=3, event="join", subscriptions="stateful"))
-        try:
-            snap = _build(case)
-        except Exception:
-            continue
-        for a in assignors:
-            if available(a, kind) is None:
-                try:
-                    one_run(case, snap, a)
-                except Exception:
-                    pass
-
-
 def run_suite(cases: Sequence[Case], assignors: Sequence[str] = ASSIGNORS, *, repeats: int = 5,
               budget_s: float = 3.0, timeout_s: float = 300.0, log: Callable[[str], None] | None = None,
               progress: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
@@ -71,7 +55,7 @@ def run_suite(cases: Sequence[Case], assignors: Sequence[str] = ASSIGNORS, *, re
     """
     log = log or (lambda s: None)
     kinds = sorted({c.kind for c in cases})
-    warm_up(kinds, assignors)
+    warm_up(assignors, kinds=kinds)
     records: list[dict[str, Any]] = []
     # (kind, assignor, subscriptions, racks?) -> the size it timed out at: larger cases are skipped
     gave_up: dict[tuple[str, str, str, bool], tuple[int, int]] = {}

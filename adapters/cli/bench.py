@@ -162,7 +162,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.goals:
         from ..bench.goals import run_goals
         from ..bench.measure import json_default
-        from ..bench.output import environment
+        from ..runtime import environment
 
         goals = run_goals(out, repeats=args.repeats or 5, log=log, per_topic=args.per_topic,
                           timeout_s=args.timeout or 1800.0)
@@ -188,7 +188,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise BadInput("option --kinds", "selects no case to run")
 
     from ..bench.measure import json_default
-    from ..bench.output import environment
+    from ..runtime import environment
     from ..bench.suite import run_suite
 
     repeats = args.repeats or (3 if args.quick else 5)

@@ -93,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
     scenario = preset(name, seed=seed) if args.scenario.startswith("preset:") else load_scenario(args.scenario)
     if args.rounds is not None:
         scenario = _with_rounds(scenario, args.rounds)
-    from ..compare import _warm_up
+    from ..runtime import warm_up
 
-    _warm_up(assignors)  # imports and first-call set-up are not the first round's solve time
+    warm_up(assignors)  # imports and first-call set-up are not the first round's solve time
     sim = simulate(scenario, assignors, readiness=args.readiness, time_limit=args.time_limit)
     _print(sim, rounds=args.rounds_table)
     if args.output:
