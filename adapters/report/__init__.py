@@ -37,7 +37,7 @@ from ..report_base import PAGE_CSS, Html, html_page  # noqa: F401
 from .batch import (BATCH_COLUMNS, STATUSES, SUMMARY_COLUMNS, UNKNOWN, Report, load_batch,  # noqa: F401
                     plot_metrics, plot_time_vs_size, summary_table, write_report)
 from .pareto import (COST_SCALE, DEFAULT_RATIOS, GREEDY, has_racks, pareto_front, pareto_snapshots,  # noqa: F401
-                     pareto_sweep, pareto_table, plot_pareto, read_snapshots, with_cost_ratio)
+                     pareto_sweep, pareto_table, plot_pareto, snapshots_from, with_cost_ratio)
 from .simulation import plot_simulation, write_simulation_report  # noqa: F401
 
 __all__ = [
@@ -49,7 +49,7 @@ __all__ = [
     "plot_metrics",
     "plot_time_vs_size",
     "pareto_snapshots",
-    "read_snapshots",
+    "snapshots_from",
     "has_racks",
     "with_cost_ratio",
     "pareto_sweep",

@@ -16,7 +16,7 @@ from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 from ..report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
                            legend_outside)
 from .pareto import (DEFAULT_RATIOS, GREEDY, COST_SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
-                     pareto_sweep, pareto_table, plot_pareto, read_snapshots)
+                     pareto_sweep, pareto_table, plot_pareto, snapshots_from)
 
 __all__ = ["BATCH_COLUMNS", "STATUSES", "SUMMARY_COLUMNS", "load_batch", "summary_table", "plot_metrics",
            "plot_time_vs_size", "Report", "write_report"]
@@ -350,7 +350,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
     the record ``stickyflow batch`` leaves in its output, :func:`batch_input`),
     ``"generated"`` (``pareto_count`` seeded :func:`pareto_snapshots`; the
     plot says so; ``"default"`` is an old name for it), a dataset path or
-    ``suite:NAME`` (its snapshots with racks, :func:`read_snapshots`), a list
+    ``suite:NAME`` (its snapshots with racks, :func:`snapshots_from`), a list
     of snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
     sweep (seconds; None: none). ``batch_source``: where ``batch`` was read
     from, when it is given as a frame.
@@ -418,7 +418,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
             source = (f"{len(snaps)} of the batch's own snapshots: the first with racks (at most {pareto_count} "
                       f"of each kind) among the {read} read from its input {where}")
         else:
-            every = read_snapshots(pareto_input)
+            every = snapshots_from(pareto_input)
             snaps = [s for s in every if has_racks(s)]
             source = f"the {len(snaps)} snapshots with racks of the {len(every)} in {pareto_input}"
         sweep = pareto_sweep(snaps, ratios, pareto_assignors, time_limit=time_limit)

@@ -11,7 +11,7 @@ from stickyflow.errors import InvalidSnapshotError, Problem
 
 from ..report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
 
-__all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "read_snapshots", "batch_input", "first_with_racks",
+__all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "snapshots_from", "batch_input", "first_with_racks",
            "has_racks", "with_cost_ratio", "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]
 
 DEFAULT_RATIOS = (0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
@@ -55,11 +55,12 @@ def pareto_snapshots(count: int = 12, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def read_snapshots(source: Any) -> list[Any]:
+def snapshots_from(source: Any) -> list[Any]:
     """Snapshots from a dataset (a folder of JSON files, a JSON Lines file, a Parquet file or folder with a
     ``snapshot`` column: :func:`stickyflow.datasets.io.read_dataset`), ``suite:NAME`` (a bundled suite), or a list.
 
-    Items that are not valid snapshots are skipped: a report is not the place to fail on one bad row.
+    Items that are not valid snapshots are skipped: a report is not the place to fail on one bad row. (Not
+    :func:`stickyflow.adapters.spark.read_snapshots`, which reads a dataset into a Spark DataFrame.)
     """
     import stickyflow
     from stickyflow import _jsonio
