@@ -669,14 +669,14 @@ def _spark_rows(spark: Any, worker: _Worker, src: Source, partitions: int | None
 def _spark_write(df: Any, path: Path, progress: Callable[[str], None] | None = None) -> None:
     import uuid
 
-    from .spark import _ProgressWatcher, write_results
+    from .spark import ProgressWatcher, write_results
 
     if path.is_file():
         path.unlink()
     sc = df.sparkSession.sparkContext
     group = f"stickyflow-compare-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, "stickyflow compare")
-    watcher = _ProgressWatcher(sc, group, progress, every=5.0) if progress else None
+    watcher = ProgressWatcher(sc, group, progress, every=5.0) if progress else None
     if watcher:
         watcher.start()
     try:
