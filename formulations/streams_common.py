@@ -36,7 +36,8 @@ from stickyflow.streams_check import (RACK_KEY, assignment_arrays, balance_exces
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",
-           "converged_standbys", "replica_counts", "count_excess", "decision_plan", "in_sorted", "path_cost",
+           "converged_standbys", "plan_standbys", "replica_counts", "count_excess", "decision_plan", "in_sorted",
+           "path_cost", "waiting_cost",
            "DEFAULT_STANDBY_SLACK"]
 
 DEFAULT_STANDBY_SLACK = 0  # kept for the ``standby_slack`` option: extra replicas a client may hold above its box
@@ -252,8 +253,8 @@ class StreamsModel:
 def round_price(m: StreamsModel) -> int:
     """What a movement pays on top of its way where the fewest movements come first (``movements_first``:
     learner mode unless the option says otherwise): one more than any plan's cost can be (the converged cost
-    and the way, every term at its dearest), so that the fewest movements come first and the cost decides
-    among them; 0 otherwise, where the cost comes first (the spec's order).
+    and the way, :func:`waiting_cost` included, every term at its dearest), so that the fewest movements come
+    first and the cost decides among them; 0 otherwise, where the cost comes first (the spec's order).
 
     In learner mode each movement takes a rebalance of its own (one learner a rebalance), so rounds are
     movements. Priced at their cost alone, plans moved tasks one probing rebalance after another to save
@@ -265,13 +266,13 @@ def round_price(m: StreamsModel) -> int:
     ...                    "stateful": np.array([True, False]),
     ...                    "act_cell": np.array([[0, 10], [0, 1]]), "rep_cell": np.array([[0, 10], [0, 0]]),
     ...                    "move_cost": np.array([1, 0]), "noc": np.array([1, 0]), "want": 1})()
-    >>> round_price(m)   # task 0: 10 + 1 + 3 (its way) + 11 (a standby); task 1: 1; and one more
-    27
+    >>> round_price(m)   # task 0: 10 + 1 + 4 (way, lost state) + 12 (a standby, another this round); task 1: 1; +1
+    29
     """
     if not m.movements_first or not m.constrained.any():
         return 0
-    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + 3 * np.where(m.constrained, m.noc, 0)
-    rep = m.rep_cell.max(axis=1, initial=0) + m.noc
+    act = m.act_cell.max(axis=1, initial=0) + m.move_cost + 4 * np.where(m.constrained, m.noc, 0)
+    rep = m.rep_cell.max(axis=1, initial=0) + 2 * m.noc
     return int((act + m.want * np.where(m.stateful, rep, 0)).sum()) + 1
 
 
@@ -351,12 +352,14 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
             raise StickyflowError(f"max_moves: must be an integer >= 0, not {mm!r}")
         model.max_moves = mm
 
-    # holders: the cheapest eligible client (the previous owner first on ties, then snapshot order): another
-    # client only where its traffic saves more than the move costs, each round the movement waits
+    # holders: the previous owner where it is eligible, else the cheapest eligible client (then snapshot
+    # order). A holder that reads from the task's own rack saves traffic only for the rounds the movement
+    # waits, which the issue-37 total leaves out, and costs a move (a restoration) that it counts; so the
+    # previous owner keeps a waiting task (docs/streams.md, "Over a whole convergence")
     if len(cu_t):
         cost = model.active_cost(cu_t, cu_c)
         not_prev = ~in_sorted(cu_c * T + cu_t, prev_keys)
-        order = np.lexsort((cu_c, not_prev, cost, cu_t))
+        order = np.lexsort((cu_c, cost, not_prev, cu_t))
         first = order[np.unique(cu_t[order], return_index=True)[1]]
         model.holder[cu_t[first]] = cu_c[first]
         model.hold_cost[cu_t[first]] = cost[first]
@@ -394,8 +397,13 @@ def build_model(snap: StreamsSnapshot, options: SolveOptions | None = None) -> S
 class StreamsPlan:
     """A solved round: per task its target, what runs, warm-up and standbys (client indexes, -1 for none).
 
-    ``standby`` is (T, want). ``bound`` is a proven lower bound on the cost of
-    the converged (target) assignment among those the rules allow, or None.
+    ``standby`` is (T, want), this round's. ``converged`` is (T, want), the
+    standbys once every movement has moved, or None where they follow from
+    this round's (:func:`converged_standbys`: a movement's standby on its
+    target is its holder's once it moved); a task that waits may hold its
+    standbys this round elsewhere than once converged (CP-SAT's plans say
+    so). ``bound`` is a proven lower bound on the cost of the converged
+    (target) assignment among those the rules allow, or None.
     """
 
     target: np.ndarray
@@ -406,6 +414,7 @@ class StreamsPlan:
     status: str
     bound: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    converged: np.ndarray | None = None
 
 
 def _standby_pairs(m: StreamsModel, plan: StreamsPlan, converged: bool = False
@@ -413,7 +422,7 @@ def _standby_pairs(m: StreamsModel, plan: StreamsPlan, converged: bool = False
     if not m.want:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     st = np.repeat(np.arange(m.T), m.want)
-    sc = (converged_standbys(m, plan.target, plan.standby) if converged else plan.standby).reshape(-1)
+    sc = (plan_standbys(m, plan) if converged else plan.standby).reshape(-1)
     ok = sc >= 0
     return st[ok], sc[ok]
 
@@ -436,6 +445,13 @@ def round_standbys(m: StreamsModel, target: np.ndarray, converged: np.ndarray) -
     moving = movements(m, target)
     swap = moving[:, None] & (converged == m.holder[:, None])
     return np.where(swap, target[:, None], converged)
+
+
+def plan_standbys(m: StreamsModel, plan: StreamsPlan) -> np.ndarray:
+    """A plan's converged standbys (T x want): its own where it says, else :func:`converged_standbys`."""
+    if plan.converged is not None:
+        return plan.converged
+    return converged_standbys(m, plan.target, plan.standby)
 
 
 def converged_standbys(m: StreamsModel, target: np.ndarray, standby: np.ndarray) -> np.ndarray:
@@ -463,13 +479,65 @@ def plan_cost(model: StreamsModel, plan: StreamsPlan) -> int:
 
 def target_cost(model: StreamsModel, plan: StreamsPlan) -> int:
     """What the plan costs until it has converged: the converged assignment (targets as actives, the converged
-    standbys, :func:`converged_standbys`) and the way there (:func:`path_cost`)."""
+    standbys, :func:`plan_standbys`) and the way there (:func:`path_cost`, :func:`waiting_cost`)."""
     m = model
     if not m.T or not m.C:
         return 0
     cost = int(m.active_cost(np.arange(m.T), plan.target).sum())
     st, sc = _standby_pairs(m, plan, converged=True)
-    return cost + int(m.standby_cost(st, sc).sum()) + path_cost(m, plan.target)
+    return cost + int(m.standby_cost(st, sc).sum()) + path_cost(m, plan.target) + waiting_cost(m, plan)
+
+
+def waiting_cost(m: StreamsModel, plan: StreamsPlan) -> int:
+    """What this round of a plan costs on the way beyond :func:`path_cost`, every restoration at ``noc``.
+
+    A client keeps no state of a task it no longer holds. So a standby of a waiting task this round on a
+    client that neither held the task nor keeps it once converged is restored for this round alone (one on
+    the movement's target is the movement's own restoration, in its way); a converged standby on a client that
+    held the task but does not keep it this round is restored once the task has moved (not on the holder,
+    which runs it meanwhile); and a movement whose target held the task, with neither a warm-up nor a standby
+    there this round, loses that state: its turn restores it again. A plan whose standbys follow
+    :func:`round_standbys` pays none of the first two, and with warm-ups first where the target held the task
+    (:func:`choose_warmups`) the third only beyond the warm-up budget.
+
+    >>> m = type("M", (), {"T": 1, "C": 3, "want": 1, "budget": 1, "noc": np.array([1])})()
+    >>> m.constrained, m.cu_keys = np.array([True]), np.array([0 * 1 + 0])   # client 0 caught up on the task
+    >>> m.holder = np.array([0])                      # ... and runs it while it waits
+    >>> m.held_keys = np.array([0, 1])                # clients 0 and 1 held it; client 2 did not
+    >>> plan = type("P", (), {"target": np.array([1]), "warmup": np.array([-1]), "converged": np.array([[0]])})()
+    >>> plan.standby = np.array([[1]]); waiting_cost(m, plan)   # a standby on the target keeps its state
+    0
+    >>> plan.standby = np.array([[2]]); waiting_cost(m, plan)   # 2 only this round, and 1's state is lost
+    2
+    >>> plan.converged, plan.target = np.array([[1]]), np.array([2])
+    >>> plan.standby = np.array([[2]]); waiting_cost(m, plan)   # 1 drops its state, taken up again later
+    1
+    """
+    if not m.T or not m.C:
+        return 0
+    T = m.T
+    mv = np.flatnonzero(movements(m, plan.target))
+    if not len(mv):
+        return 0
+    tg = plan.target[mv]
+    kept = plan.warmup[mv] == tg
+    cost = 0
+    if m.want:
+        now = plan.standby[mv]
+        conv = plan_standbys(m, plan)[mv]
+        kept |= (now == tg[:, None]).any(axis=1)
+        rt = np.repeat(mv, m.want)
+        rc = now.reshape(-1)
+        only_now = (rc >= 0) & (rc != np.repeat(tg, m.want)) & ~(now[:, :, None] == conv[:, None, :]).any(axis=2
+                                                                                                       ).reshape(-1)
+        only_now &= ~in_sorted(rc * T + rt, m.held_keys)
+        cost += int(m.noc[rt[only_now]].sum())
+        cc = conv.reshape(-1)
+        dropped = (cc >= 0) & (cc != np.repeat(m.holder[mv], m.want)) & in_sorted(cc * T + rt, m.held_keys) & \
+            ~(conv[:, :, None] == now[:, None, :]).any(axis=2).reshape(-1)
+        cost += int(m.noc[rt[dropped]].sum())
+    lost = in_sorted(tg * T + mv, m.held_keys) & ~kept
+    return cost + int(m.noc[mv[lost]].sum())
 
 
 def path_cost(m: StreamsModel, target: np.ndarray) -> int:
@@ -596,7 +664,7 @@ def plan_decision(model: StreamsModel, plan: StreamsPlan) -> Decision:
 def replica_counts(m: StreamsModel, plan: StreamsPlan) -> np.ndarray:
     """Replicas (active + standby) per client in the converged assignment the plan aims for: targets as
     actives, the converged standbys (:func:`converged_standbys`)."""
-    sc = converged_standbys(m, plan.target, plan.standby).reshape(-1)
+    sc = plan_standbys(m, plan).reshape(-1)
     return np.bincount(plan.target, minlength=m.C) + np.bincount(sc[sc >= 0], minlength=m.C)
 
 

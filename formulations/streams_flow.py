@@ -107,6 +107,8 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     # a relaxation, a proven bound and a target: standbys priced per task by where the active goes (the
     # standby floor, capacities relaxed); replica balance is priced in below (replica_lagrangian)
     runs = [best_target(m)]
+    # (cost, fewest movements at that cost) of the searches that give one: what proves a plan with movements
+    floors = [runs[0][2]["movement_floor"]] if "movement_floor" in runs[0][2] else []
     extra = {"t_actives": round(time.perf_counter() - t0, 4)}
     t1 = time.perf_counter()
     best = None
@@ -132,7 +134,7 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
     extra["relaxation_values"] = [int(b) for _, b, _ in runs if b is not None]
     if m.want and best[0][1] == 1 and not best[2]["replicas"]:
         values = _replica_repair(m, best[1], lambda target: consider(target, {**runs[-1][2], "repair": True}),
-                                 lambda: not best[0][1])
+                                 lambda: not best[0][1], floors=floors)
         extra["repair_values"] = values
         extra["relaxation_values"] += values
     key0 = best[0]
@@ -148,7 +150,8 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
         for spread in (True, False) if _small(m) else (True,):
             if not gap_open([]):
                 break
-            values, lag_targets = replica_lagrangian(m, runs[-1][0].target, LAGRANGIAN_STEPS, gap_open, spread)
+            values, lag_targets = replica_lagrangian(m, runs[-1][0].target, LAGRANGIAN_STEPS, gap_open, spread,
+                                                     floors=floors)
             extra["lagrangian_values"] += values
             for target in lag_targets:
                 consider(target, lag_info)
@@ -156,7 +159,7 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
         steps = _subgradient_steps(m)
         if steps and gap_open([]):
             fine = replica_subgradient(m, runs[-1][0].target, steps, lambda target: consider(target, lag_info),
-                                       gap_open)
+                                       gap_open, floors=floors)
             extra["subgradient_values"] = fine
             extra["relaxation_values"] += fine
     _, plan, balanced, info = best
@@ -173,12 +176,18 @@ def solve_flow(model: StreamsModel) -> StreamsPlan:
             bound = None
     plan.bound = bound
     plan.status = "optimal" if bound is not None and bound == tc else "feasible"
+    # "optimal" is about the fewest movements too (objective (3)): a plan that meets the bound in cost but has
+    # movements is proven only where a search's own floor says no plan of that cost has fewer
+    if plan.status == "optimal" and plan.extra["movements"] and not any(
+            v == tc and mv >= plan.extra["movements"] for v, mv in floors):
+        plan.status = "feasible"
+        extra["movements_unproven"] = True
     plan.extra = {**extra, **plan.extra, "balanced_counts": balanced, "t_flow": round(time.perf_counter() - t0, 4)}
     return plan
 
 
 def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANGIAN_STEPS, gap_open=None,
-                       spread: bool = True) -> tuple[list[int], list[np.ndarray]]:
+                       spread: bool = True, floors: list | None = None) -> tuple[list[int], list[np.ndarray]]:
     """Lower bounds that price replica balance into the standby floors, and the targets found on the way.
 
     Every assignment balanced in replicas holds at most ``hi_c`` replicas per
@@ -191,7 +200,8 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
     a client is still full; 0 elsewhere. The prices stay per rack cell: a cell
     splits by ``lam``. Stops after ``steps`` searches, when the prices settle,
     or when ``gap_open(values)`` says the values already prove the best plan
-    so far.
+    so far. ``floors`` collects the movement floors of the values
+    (:func:`_priced_search`).
 
     Spread ties make the bound: at 10,000 tasks x 1,000 clients the heaped
     counts put the standbys of a whole rack pool on one client (three clients
@@ -212,7 +222,7 @@ def replica_lagrangian(m: StreamsModel, target: np.ndarray, steps: int = LAGRANG
             break
         lam = new
         shifted = _shift_replicas(m, lam)
-        found = _priced_search(shifted, int((lam * hi).sum()))
+        found = _priced_search(shifted, int((lam * hi).sum()), floors=floors)
         if found is None:
             break
         values.append(found[0])
@@ -249,17 +259,26 @@ def _replica_hull(m: StreamsModel) -> tuple[np.ndarray, int, np.ndarray, np.ndar
     return S, n, lo, hi
 
 
-def _priced_search(shifted: StreamsModel, constant: int, units: int = 1) -> tuple[int, np.ndarray] | None:
+def _priced_search(shifted: StreamsModel, constant: int, units: int = 1, floors: list | None = None
+                   ) -> tuple[int, np.ndarray] | None:
     """The box search on ``shifted`` (costs times ``units``, replicas priced): a lower bound on the optimum
     (its value less the prices' ``constant``, e.g. ``sum(lam * hi)``, over ``units``, rounded up: costs are
-    integers) and its relaxed target; None when the search finds nothing to bound."""
+    integers) and its relaxed target; None when the search finds nothing to bound.
+
+    Where the value is exact (no rounding), a balanced plan that costs it prices the same in the relaxation,
+    so it is one of the relaxation's optima and has at least the search's fewest movements among them: that
+    pair, (value, movements), goes to ``floors`` (see :func:`best_target`)."""
     try:
-        sol, b, _ = best_target(shifted)
+        sol, b, info = best_target(shifted)
     except InfeasibleError:
         return None
     if b is None:
         return None
-    return -(-(int(b) - int(constant)) // units), sol.target
+    value = -(-(int(b) - int(constant)) // units)
+    lex = info.get("movement_floor")
+    if floors is not None and lex is not None and lex[0] == b and (int(b) - int(constant)) % units == 0:
+        floors.append((value, lex[1]))
+    return value, sol.target
 
 
 def _subgradient_steps(m: StreamsModel) -> int:
@@ -276,7 +295,8 @@ def _small(m: StreamsModel) -> bool:
     return m.T * m.C <= SUBGRADIENT_PAIRS
 
 
-def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, consider, gap_open) -> list[int]:
+def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, consider, gap_open,
+                        floors: list | None = None) -> list[int]:
     """Lower bounds from finer replica prices than :func:`replica_lagrangian`'s 0 or 1, and their targets.
 
     The same Lagrangian relaxation, with every cost times :data:`PRICE_UNITS`
@@ -302,7 +322,7 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, conside
     values: list[int] = []
     for _ in range(steps if lam.any() else 0):
         shifted = _shift_replicas(scaled, lam)
-        found = _priced_search(shifted, int((lam * hi).sum()), K)
+        found = _priced_search(shifted, int((lam * hi).sum()), K, floors=floors)
         if found is None:
             break
         values.append(found[0])
@@ -317,7 +337,8 @@ def replica_subgradient(m: StreamsModel, target: np.ndarray, steps: int, conside
     return values
 
 
-def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: int = REPAIR_STEPS) -> list[int]:
+def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: int = REPAIR_STEPS,
+                    floors: list | None = None) -> list[int]:
     """Targets for a plan balanced in every count but replicas, and the bounds found on the way.
 
     The standby flow keeps replica balance where the actives leave it room; where they do not (a movement
@@ -352,7 +373,7 @@ def _replica_repair(m: StreamsModel, plan: StreamsPlan, consider, done, steps: i
             price += (1 << step) * off
             k = max(0, -int(price.min()))  # the rewards, as prices on the others
             constant = k * n + int((price * np.where(price > 0, hi, lo)).sum())
-            found = _priced_search(_shift_replicas(m, price + k), constant)
+            found = _priced_search(_shift_replicas(m, price + k), constant, floors=floors)
             if found is None:
                 break
             values.append(found[0])
@@ -530,7 +551,7 @@ def best_target(m: StreamsModel, max_flows: int = 40) -> tuple["ActiveSolution",
         open_k = [k for k in counts if k not in choice and exc[k] > 0]
         if not open_k:
             if any(exc[k] > 0 and choice.get(k) is not None for k in choice):
-                loose.append(value[0])  # a relaxed box (a hull) left unbalanced: its value still bounds its part
+                loose.append(value)  # a relaxed box (a hull) left unbalanced: its value still bounds its part
             continue
         if flows >= max_flows:
             heapq.heappush(heap, (value, tick, choice, sol))
@@ -566,8 +587,13 @@ def best_target(m: StreamsModel, max_flows: int = 40) -> tuple["ActiveSolution",
     # the incumbent; only when no count's list of boxes was cut short (MAX_BOXES), else some were never tried
     complete = all(len(options[k]) < MAX_BOXES for k in counts if k != "sub") and \
         all(len(b) < MAX_BOXES for b in (sub_boxes or []))
-    bound = min([v[0] for v, *_ in heap] + [key[2]] + loose) if complete else None
-    return sol, bound, {"flows": flows, "balance_excess_flow": key[1]}
+    # ... and (cost, movements) lexicographically: the fewest movements any assignment of that cost can have
+    # (a floor on movements only where the flows rank them before moved tasks: tie_weights' L above 1)
+    lex = min([v for v, *_ in heap] + [key[2:]] + loose) if complete else None
+    info = {"flows": flows, "balance_excess_flow": key[1]}
+    if lex is not None and tie_weights(m, floor)[0] > 1:
+        info["movement_floor"] = (int(lex[0]), int(lex[1]))
+    return sol, None if lex is None else lex[0], info
 
 
 # --------------------------------------------------------------------------- actives
@@ -610,7 +636,11 @@ class StandbyFloor:
     With one tag key of more values than a task has replicas, every replica
     has its own value (the spread rule), so the standbys avoid every client of
     the target's value, and a movement whose holder keeps no standby also
-    avoids the holder's value (this round's replicas spread too).
+    avoids the holder's value (this round's replicas spread too), unless its
+    standbys of this round are not its converged ones, which a waiting task's
+    need not be: then the converged standbys may take the holder's value on
+    another client of it (:func:`.streams_common.waiting_cost` prices the
+    difference, at least 0).
     """
 
     def __init__(self, m: StreamsModel):
@@ -700,7 +730,7 @@ class StandbyFloor:
             # a movement whose holder has another value: the holder keeps a standby (which covers the move; its
             # price in place of the dearest it displaces), or not, and then this round's replicas (the holder
             # active, the standbys) spread too, so the standbys avoid the holder's value as well as the target's
-            # (unless the target's value has no other client: the warm-up there leaves it no free client)
+            # (unless the target's value has no other client: the warm-up there leaves it no free client),
             two = mv & (hval != a) & (m.combo_count[a] >= 2)
             Nb = Na.copy()
             Nb[:, :R1] -= np.where(two[:, None], n_rv[:, hv].T - h_rv[rows, :, hv], 0)
@@ -708,7 +738,11 @@ class StandbyFloor:
                 Nb[ht, R1 + slot] &= np.where(two[ht], val[hcl] != hval[ht], True).astype(np.int64)
             Sb, _, _, _ = _cheapest(P, Nb, m.want)
             Sb = np.where(Nb.sum(axis=1) >= m.want, Sb, big)  # too few clients left: the holder must keep one
-            f = np.where(two, np.minimum(S + np.maximum(0, ph - pw), Sb), S)
+            # or this round's standbys are not the converged ones (a waiting task's need not be): then the
+            # converged ones may take the holder's value, on another client of it (where it has one: the
+            # standbys of this round, on other clients or on the target, cover the holder's value now)
+            other = np.where(m.combo_count[hv] >= 2, S, big)
+            f = np.where(two, np.minimum(np.minimum(S + np.maximum(0, ph - pw), Sb), other), S)
             out = np.where(n_rv[:, a][None, :] > 0, np.minimum(out, f[:, None]), out)
         return np.where(out >= big, 0, out)
 

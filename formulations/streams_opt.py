@@ -13,11 +13,13 @@ stateful task; what the clients run this round follows from it:
                                                              (rules wherever they can hold; else the least excess)
                 Balanced(n) <=> n_c <= w_c * min_c' (n_c' / w_c') + balance_factor for every client c
     eligible    a stateful task runs on a caught-up client when one exists, else on a least-lag one; a
-                target elsewhere is a *movement*: the task runs on its holder (the cheapest eligible
-                client) and the target gets a warm-up (at most max_warmup_replicas; one learner in
-                learner mode) unless it holds a standby of the task, which catches up in its place
+                target elsewhere is a *movement*: the task runs on its holder (its previous owner where
+                eligible, else the cheapest eligible client) and the target gets a warm-up (at most
+                max_warmup_replicas; one learner in learner mode) unless a standby of the task catches up
+                there in its place
     standbys    converged: on clients other than the task's target; this round a movement's standby on its
-                holder sits on the target instead (catching up in a warm-up's place); with
+                holder sits on the target instead (catching up in a warm-up's place; CP-SAT may also place
+                a waiting task's standbys of this round elsewhere, each restoration priced); with
                 rack_aware_assignment_tags spread over as many tag values as the clients allow, around what
                 runs and, for a task that moves, around its target
     objective   minimize  non_overlap_cost * (moves + standby_moves) + traffic_cost * cross_rack

@@ -18,7 +18,7 @@ from stickyflow.formulations import streams_flow
 from stickyflow.formulations.streams_common import converged_standbys
 from stickyflow.formulations.streams_opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
-from stickyflow.streams_check import streams_metrics
+from stickyflow.streams_check import balance_excess, streams_metrics
 
 from checker import check_result
 from test_streams_support import round_bound
@@ -135,14 +135,6 @@ def tiny_snapshot(rng: random.Random) -> dict:
             "config": config}
 
 
-def pair_excess(counts, threads, bf) -> int:
-    """How far a count strays from Balanced, as CP-SAT measures it: the largest
-    ``w_c' n_c - w_c n_c' - bf w_c'`` over pairs of clients (0 when balanced)."""
-    n = np.asarray(counts, dtype=np.int64)
-    w = np.asarray(threads, dtype=np.int64)
-    return int(max(0, (w[None, :] * n[:, None] - w[:, None] * n[None, :] - bf * w[None, :]).max()))
-
-
 def tags_spread(snap, target, standbys, busy=None) -> bool:
     """The KIP-708 rule on a converged assignment (``standbys``: per stateful task, its clients): no standby
     could move to a client holding no replica of the task and add a tag value without losing one. ``busy``:
@@ -170,8 +162,9 @@ def brute_force(snap):
 
     Every target (a client per task) whose active counts are Balanced, and for it
     every choice of ``want`` standbys per stateful task on clients other than its
-    target: the converged assignment (this round a movement runs on its holder,
-    and a standby there sits on the target instead; the counts are the same).
+    target (the converged assignment), and for every movement (which runs on its
+    holder meanwhile) every choice of this round's standbys on clients other than
+    the holder (a task that does not move has its converged ones).
     Lexicographic: the least balance excess of
     stateful actives, replicas and (balance_subtopology) subtopologies; then the
     least cost of the converged assignment (moves + standby moves, priced with
@@ -179,10 +172,17 @@ def brute_force(snap):
     on the way costs ``non_overlap_cost``: meanwhile the task runs on its holder,
     a move unless the holder ran it; its state is restored on the target unless
     the target held it in some role; then it moves to the target; the converged
-    cost counts one move already); then the fewest movements (each a round of
-    waiting). In learner mode (one learner a rebalance: a movement is a round)
-    the fewest movements come before the cost. Returns ``(excess, cost,
-    movements)``.
+    cost counts one move already). A client keeps no state of a task it no longer
+    holds, so a standby of this round that neither was held nor stays once
+    converged is a restoration more, so is a converged standby on a client that
+    held the task (not the holder) but does not keep it this round, and so is a
+    target that held the task with neither a standby nor a warm-up there this
+    round (warm-ups go to those first, ``max_warmup_replicas`` of them). Then the
+    fewest movements (each a round of waiting). In learner mode (one learner a
+    rebalance: a movement is a round) the fewest movements come before the cost.
+    With tags, this round's replicas spread as the check reads them with a
+    warm-up on every target without a standby (so with tags it is a relaxation
+    where the budget binds). Returns ``(excess, cost, movements)``.
     """
     idx = snap.index
     cfg = snap.config
@@ -201,7 +201,7 @@ def brute_force(snap):
     for tg in itertools.product(range(C), repeat=T):
         tg = np.array(tg, dtype=np.int64)
         act = np.bincount(tg, minlength=C)
-        if pair_excess(act, th, bf):
+        if balance_excess(act, th, bf):
             continue
         mv = movements(m, tg)
         a_cost = int(m.active_cost(np.arange(T), tg).sum())
@@ -211,30 +211,45 @@ def brute_force(snap):
             a_cost += int(m.noc[t]) * way
         e_fixed = 0
         if stateful.any() and (~stateful).any():
-            e_fixed += pair_excess(np.bincount(tg[stateful], minlength=C), th, bf)
+            e_fixed += balance_excess(np.bincount(tg[stateful], minlength=C), th, bf)
         if cfg.rack_aware_assignment_strategy == "balance_subtopology" and len(set(subs.tolist())) > 1:
-            e_fixed += sum(pair_excess(np.bincount(tg[subs == g], minlength=C), th, bf) for g in sorted(set(subs)))
+            e_fixed += sum(balance_excess(np.bincount(tg[subs == g], minlength=C), th, bf) for g in sorted(set(subs)))
         options = [list(itertools.combinations([c for c in range(C) if c != tg[t]], want)) for t in S] \
             if want else [[()]]
+        running = np.where(mv, m.holder, tg)
+        moving_s = [t for t in S.tolist() if mv[t]]
+        now_options = [list(itertools.combinations([c for c in range(C) if c != m.holder[t]], want))
+                       for t in moving_s]
         for choice in itertools.product(*options):
-            if tagged:
-                conv = dict(zip(S.tolist(), choice))
-                if not tags_spread(snap, tg, conv):
-                    continue
-                # this round a movement runs on its holder: without a standby there, the holder and the
-                # standbys are this round's replicas, and they spread too (with one, the same clients do)
-                now = {t: cs for t, cs in conv.items() if mv[t] and m.holder[t] not in cs}
-                if now and not tags_spread(snap, np.where(mv, m.holder, tg), now,
-                                           {t: [int(tg[t])] for t in now}):  # its warm-up, if it has one
-                    continue
+            conv = dict(zip(S.tolist(), choice))
+            if tagged and not tags_spread(snap, tg, conv):
+                continue
             rep = act.copy()
             cost = a_cost
-            for t, cs in zip(S.tolist(), choice):
+            for t, cs in conv.items():
                 for c in cs:
                     rep[c] += 1
                     cost += int(m.standby_cost(np.array([t]), np.array([c]))[0])
-            e = e_fixed + (pair_excess(rep, th, bf) if want and len(S) else 0)
-            key = (e, int(mv.sum()), cost) if rounds_first else (e, cost, int(mv.sum()))
+            e = e_fixed + (balance_excess(rep, th, bf) if want and len(S) else 0)
+            way = None  # the cheapest this round for these converged standbys
+            for now_choice in itertools.product(*now_options):
+                now = dict(zip(moving_s, now_choice))
+                if tagged and now and not tags_spread(snap, running, now,
+                                                      {t: [int(tg[t])] for t, cs in now.items() if tg[t] not in cs}):
+                    continue
+                extra, lost = 0, []
+                for t, cs in now.items():
+                    h = int(m.holder[t])
+                    extra += int(m.noc[t]) * sum(1 for c in cs if c != tg[t] and c not in conv.get(t, ())
+                                                 and (c, t) not in held)
+                    extra += int(m.noc[t]) * sum(1 for c in conv.get(t, ()) if c != h and (c, t) in held and c not in cs)
+                    if (int(tg[t]), t) in held and tg[t] not in cs:
+                        lost.append(int(m.noc[t]))
+                extra += sum(sorted(lost)[:max(0, len(lost) - m.budget)])  # the warm-ups to the dearest
+                way = extra if way is None else min(way, extra)
+            if way is None:
+                continue
+            key = (e, int(mv.sum()), cost + way) if rounds_first else (e, cost + way, int(mv.sum()))
             if best is None or key < best:
                 best = key
     return None if best is None else (best[0], best[2], best[1]) if rounds_first else best
