@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..bench.config import (ASSIGNORS, EVENTS, FULL_CONSUMER_SIZES, FULL_STREAMS_SIZES, PEER_ASSIGNORS,
-                            QUICK_CONSUMER_SIZES, QUICK_STREAMS_SIZES, STICKYFLOW_ASSIGNORS, SUBSCRIPTIONS)
+from ..bench.config import (ASSIGNORS, EVENTS, FULL_CONSUMER_SIZES, FULL_STREAMS_SIZES, QUICK_CONSUMER_SIZES,
+                            QUICK_STREAMS_SIZES, STICKYFLOW_ASSIGNORS, SUBSCRIPTIONS)
 from .input import BadInput, int_at_least, names, path, seconds, sizes, writable_dir
 
 KINDS = ("consumer", "streams")

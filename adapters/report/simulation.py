@@ -3,15 +3,9 @@
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
-
-from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
+from typing import Any, Mapping, Sequence
 
 from ..report_base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
 from .batch import Report
