@@ -219,13 +219,15 @@ class _Cluster:
 
 def capture(bootstrap: str, groups: Sequence[str] | None = None, *, all_groups: bool = False,
             topology: str | None = None, timeout_s: float = 15.0, now_ms: int | None = None,
-            admin: Any = None) -> list[CapturedGroup]:
+            admin: Any = None, rates_s: float | None = None) -> list[CapturedGroup]:
     """Capture ``groups`` (or every group the cluster lists, with ``all_groups``) as snapshots.
 
     ``topology`` is the text of ``Topology#describe()`` of a Kafka Streams
     application (used for every Streams group captured). Raises only when the
     cluster cannot be reached or listed; a group that cannot be read is a
-    :class:`CapturedGroup` with its ``error``.
+    :class:`CapturedGroup` with its ``error``. ``rates_s``: also measure every consumer group's partition rates
+    (records/s) from log-end offsets read that many seconds apart
+    (:mod:`stickyflow.adapters.capture_rates`).
     """
     if bool(groups) == bool(all_groups):
         raise InvalidSnapshotError(Problem("--group", "name one or more groups, or ask for --all-groups (not both)"))
@@ -251,6 +253,10 @@ def capture(bootstrap: str, groups: Sequence[str] | None = None, *, all_groups: 
                                                                               "this group")))
                 continue
             out.append(snapshot_from_description(desc, cluster, topology=subs, now_ms=now))
+        if rates_s is not None:
+            from .capture_rates import log_end_offsets, with_measured_rates
+
+            out = with_measured_rates(out, lambda tps: log_end_offsets(admin, tps), rates_s)
         return out
     finally:
         if own:

@@ -9,6 +9,7 @@ others are still written (exit 1 only when none could be).
 
     stickyflow decode consumer-subscription metadata.bin
     stickyflow capture --bootstrap 127.0.0.1:9092 --all-groups -o groups.jsonl --solve
+    stickyflow capture --bootstrap 127.0.0.1:9092 --group orders-app --rates 10 -o orders.json
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = ["add_parser"]
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``decode`` and ``capture`` (called by :mod:`stickyflow.adapters.cli`)."""
+    from .cli.input import seconds
     from .decode import KINDS
 
     d = subparsers.add_parser(
@@ -56,6 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("-o", "--output", metavar="OUT", help="where to write (default: standard output)")
     c.add_argument("--solve", action="store_true",
                    help="also report, per group, what optimal and sticky would change (on standard error)")
+    c.add_argument("--rates", type=seconds, metavar="SECONDS",
+                   help="also measure every partition's rate (records/s, into the snapshots' topic rates) from its "
+                        "log-end offset, read twice SECONDS apart")
     c.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS", help="request timeout (default 15)")
     c.set_defaults(func=_cmd_capture)
 
@@ -128,7 +133,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
             return 2
     try:
         groups = capture(args.bootstrap, args.group, all_groups=args.all_groups, topology=topology,
-                         timeout_s=args.timeout)
+                         timeout_s=args.timeout, rates_s=args.rates)
     except InvalidSnapshotError as exc:
         _say("capture", str(exc))
         return 2

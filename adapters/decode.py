@@ -283,7 +283,12 @@ def _stickyflow_user_data(raw: bytes) -> dict[str, Any]:
         raise DecodeError(Problem("user_data", f"stickyflow JSON that does not parse: {exc}")) from None
     if not isinstance(doc, dict):
         raise DecodeError(Problem("user_data", "stickyflow JSON must be an object"))
-    return doc
+    from .kafka_load import read_layout  # imports no Kafka client
+
+    try:
+        return read_layout(doc)  # layout 1 (claims) or 2 (and the rates measured, the capacity)
+    except InvalidSnapshotError as exc:
+        raise DecodeError(exc.problems[0]) from None
 
 
 # --------------------------------------------------------------------------- Kafka Streams

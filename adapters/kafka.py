@@ -56,9 +56,12 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable
 
 import stickyflow
-from stickyflow.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from stickyflow.errors import BackendMissingError
+from stickyflow.model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from stickyflow.result import AssignmentResult
+
+from .kafka_load import (DEFAULT_RATE_WINDOW, LAYOUT, RateMeter, leader_rates, member_capacity, rates_to_json,
+                         read_layout, with_load_settings, assigned_rates, inherited_rates)
 
 try:  # kafka-python (3.x has the cooperative protocol; 2.x shares the legacy interface with aiokafka)
     from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor as _Base
@@ -220,6 +223,8 @@ class MemberInfo:
     generation: int | None = None  # None: unknown
     rack: str | None = None
     instance_id: str | None = None
+    rates: Mapping[str, Mapping[int, float]] = field(default_factory=lambda: _EMPTY)  # what it measured (load)
+    capacity: float | None = None  # its own capacity (balance by load); None: the group's
 
 
 def _partitions_of(obj: Any) -> tuple[int, ...]:
@@ -236,7 +241,9 @@ def read_member(member_id: str, metadata: Any, instance_id: str | None = None) -
     """A :class:`MemberInfo` from a member's metadata: bytes, or a client's decoded subscription object.
 
     Our JSON in ``user_data`` wins (it is complete whatever the client decoded);
-    else the v1-v3 fields; a member whose metadata cannot be read has no claims.
+    else the v1-v3 fields; a member whose metadata cannot be read has no claims. Layout 2 of that JSON adds the
+    rates the member measured and its capacity (:mod:`stickyflow.adapters.kafka_load`); bad ones are dropped
+    with a warning (the leader estimates those rates), its claims kept.
     """
     if isinstance(metadata, (bytes, bytearray, memoryview)):
         d = decode_subscription(bytes(metadata))
@@ -264,9 +271,17 @@ def read_member(member_id: str, metadata: Any, instance_id: str | None = None) -
         except (TypeError, ValueError) as exc:
             log.warning("stickyflow: member %s sent malformed user_data (%s); ignoring its claims", member_id, exc)
             owned, generation = {}, -1
+    rates, capacity = {}, None
+    if doc is not None:
+        try:
+            load = read_layout(doc)
+            rates, capacity = load["rates"], load["capacity"]
+        except ValueError as exc:
+            log.warning("stickyflow: member %s sent malformed rates (%s); estimating them", member_id, exc)
     generation = None if generation is None or generation < 0 else int(generation)
     return MemberInfo(member_id=str(member_id), topics=topics, owned=MappingProxyType(dict(owned)),
-                      generation=generation, rack=rack, instance_id=instance_id)
+                      generation=generation, rack=rack, instance_id=instance_id, rates=MappingProxyType(rates),
+                      capacity=capacity)
 
 
 def _replica_racks(cluster: Any, topic: str, n: int) -> tuple[frozenset[str], ...] | None:
@@ -294,17 +309,21 @@ def _replica_racks(cluster: Any, topic: str, n: int) -> tuple[frozenset[str], ..
 
 def build_snapshot(cluster: Any, members: Iterable[MemberInfo], *, protocol: str = "eager",
                    config: ConsumerConfig | None = None) -> ConsumerSnapshot:
-    """The :class:`ConsumerSnapshot` of one rebalance: members sorted by id, topics as the cluster knows them."""
+    """The :class:`ConsumerSnapshot` of one rebalance: members sorted by id, topics as the cluster knows them;
+    balancing by load, every topic's ``rates`` from what the members measured (:func:`leader_rates`)."""
     infos = sorted(members, key=lambda m: m.member_id)
-    topics: dict[str, Topic] = {}
+    sizes: dict[str, int] = {}
     for name in sorted({t for m in infos for t in m.topics}):
         parts = cluster.partitions_for_topic(name)
-        if not parts:
-            continue  # unknown to the cluster (yet): it has no partitions to assign
-        n = max(parts) + 1
-        topics[name] = Topic(name=name, partitions=n, racks=_replica_racks(cluster, name, n))
+        if parts:  # else unknown to the cluster (yet): it has no partitions to assign
+            sizes[name] = max(parts) + 1
+    by_load = config is not None and config.balance == "load"
+    rates = leader_rates(sizes, [m.rates for m in infos]) if by_load else {}
+    topics = {name: Topic(name=name, partitions=n, racks=_replica_racks(cluster, name, n), rates=rates.get(name))
+              for name, n in sizes.items()}
     snap_members = tuple(Member(id=m.member_id, subscription=m.topics, rack=m.rack, generation=m.generation,
-                                owned=m.owned, instance_id=m.instance_id) for m in infos)
+                                owned=m.owned, instance_id=m.instance_id, capacity=m.capacity if by_load else None)
+                         for m in infos)
     return ConsumerSnapshot(topics=MappingProxyType(topics), members=snap_members, protocol=protocol,
                             config=config or ConsumerConfig(), now_ms=int(time.time() * 1000))
 
@@ -330,6 +349,21 @@ class OptimalAssignor(_Base):
     and ``method`` (passed to :func:`stickyflow.assign`); ``on_result`` (called
     on the leader with the snapshot and the result of every rebalance it runs).
 
+    Balance by load: ``balance="load"`` (default ``"count"``, Kafka's), ``capacity`` (this member's, in
+    records/s; None: the group's ``config`` capacity), ``load_slack`` (the group's, default 0.05; both as in
+    the snapshot format) and ``rate_window`` (seconds, default 30). The member then measures the records/s it
+    consumes per owned partition: hand every poll to :meth:`observe`::
+
+        assignor = OptimalAssignor(balance="load", rate_window=30)
+        consumer = KafkaConsumer("orders", group_id="g", partition_assignment_strategy=[assignor])
+        while True:
+            for tp, records in assignor.observe(consumer.poll(timeout_ms=100)).items():
+                ...
+
+    and its next JoinGroup carries the rates (:mod:`stickyflow.adapters.kafka_load`: the window, the
+    ``user_data`` layout, the leader's estimate for partitions nobody reports). The leader balances by load when
+    its own assignor was made with ``balance="load"``; give every member the same settings.
+
     After a rebalance it led, ``last_snapshot`` and ``last_result`` hold what it
     solved and ``last_fallback`` why a stand-in ran (None when none did).
     """
@@ -340,9 +374,14 @@ class OptimalAssignor(_Base):
 
     def __init__(self, *, rack: str | None = None, config: ConsumerConfig | Mapping[str, Any] | None = None,
                  assignor: str = "optimal", time_limit: float | None = None, method: str | None = None,
-                 on_result: ResultHook | None = None):
+                 on_result: ResultHook | None = None, balance: str | None = None, capacity: float | None = None,
+                 load_slack: float | None = None, rate_window: float = DEFAULT_RATE_WINDOW):
         if isinstance(config, Mapping):
             config = ConsumerConfig(**config)
+        if balance is not None or load_slack is not None:
+            config = with_load_settings(config or ConsumerConfig(), balance, load_slack)
+        self.capacity = member_capacity(capacity)
+        self.meter = RateMeter(rate_window)
         self.rack = rack
         self.config = config
         self.assignor = assignor
@@ -378,7 +417,12 @@ class OptimalAssignor(_Base):
         topics = sorted(set(topics))
         wanted = set(topics)
         owned = {t: list(ps) for t, ps in sorted(self.owned.items()) if t in wanted and ps}
-        user_data = _pack_user_data({"generation": self.generation, "rack": self.rack, "owned": owned})
+        doc: dict[str, Any] = {"generation": self.generation, "rack": self.rack, "owned": owned}
+        if self.config is not None and self.config.balance == "load":  # layout 2: what this member measured
+            doc.update(layout=LAYOUT, rates=rates_to_json(self.meter.report(owned, topics=wanted)),
+                       rate_window=self.meter.window, capacity=self.capacity)
+            self.meter.pause()  # the JoinGroup: consuming stops until the assignment
+        user_data = _pack_user_data(doc)
         return encode_subscription(topics, owned=owned, generation=self.generation, rack=self.rack,
                                    user_data=user_data)
 
@@ -390,16 +434,21 @@ class OptimalAssignor(_Base):
         for tp in assignment.partitions():
             owned.setdefault(tp.topic, set()).add(int(tp.partition))
         self.owned = {t: tuple(sorted(ps)) for t, ps in owned.items()}
+        try:
+            doc = _unpack_user_data(getattr(assignment, "user_data", None))
+        except (ValueError, UnicodeDecodeError):
+            doc = None
+        self.meter.owning(self.owned, known=inherited_rates(doc))
         if generation is None:
-            try:
-                doc = _unpack_user_data(getattr(assignment, "user_data", None))
-            except (ValueError, UnicodeDecodeError):
-                doc = None
             epoch = doc.get("epoch") if doc else None
             if isinstance(epoch, int):
                 generation = epoch
         if generation is not None:
             self.generation = int(generation)
+
+    def observe(self, polled: Any) -> Any:
+        """Count the records of one ``consumer.poll()`` per partition (balance by load); returns ``polled``."""
+        return self.meter.observe(polled)
 
     def on_generation_assignment(self, generation: int) -> None:
         """The generation of the last assignment, where a client reports it separately (kafka-python 2 style)."""
@@ -446,8 +495,10 @@ class OptimalAssignor(_Base):
             self.last_fallback = f"emergency split ({type(exc).__name__}: {exc})"
             partitions = _emergency_split(cluster, infos, cooperative=protocol == "cooperative")
             self.last_snapshot, self.last_result, status = None, None, "emergency"
-        user_data = _pack_user_data({"epoch": epoch, "status": status})
-        return {m.member_id: _encode_assignment(partitions.get(m.member_id, {}), user_data, legacy, members)
+        rates = self.last_snapshot is not None and self.last_snapshot.config.balance == "load"
+        return {m.member_id: _encode_assignment(partitions.get(m.member_id, {}), _pack_user_data(
+                    {"epoch": epoch, "status": status, **(assigned_rates(self.last_snapshot, partitions.get(
+                        m.member_id, {})) if rates else {})}), legacy, members)
                 for m in infos}
 
     def _solve(self, snap: ConsumerSnapshot) -> AssignmentResult:

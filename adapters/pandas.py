@@ -3,7 +3,10 @@
 The batch row (:data:`RESULT_COLUMNS`) is the same here, in the Spark adapter
 and in ``stickyflow batch``'s Parquet output: ``id``, ``kind``, ``assignor``,
 ``source``, ``status``, ``method``, ``reason``, ``moves``, ``imbalance``,
-``cross_rack``, ``objective``, ``bound``, ``wall_s``,
+``cross_rack``, the load columns (``peak_utilization``, ``peak_bound``,
+``moved_load``, ``cross_rack_load``, ``overload``, ``overloaded`` and
+``peak_ratio``: :mod:`stickyflow.adapters.load_rows`; null without rates),
+``objective``, ``bound``, ``wall_s``,
 ``followup_rebalance_deadline_ms``, ``metrics`` (every metric, as JSON text),
 ``error`` and, on request, ``result`` (the whole result JSON).
 
@@ -31,8 +34,10 @@ import os
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from stickyflow import _jsonio
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, StickyflowError, UnknownAssignorError
+from stickyflow.model import jsonio
+
+from .load_rows import BATCH_LOAD_COLUMNS, load_fields, share_bound
 
 __all__ = [
     "RESULT_COLUMNS",
@@ -60,6 +65,7 @@ RESULT_COLUMNS: dict[str, str] = {
     "moves": "Int64",
     "imbalance": "Float64",  # streams: tasks per thread, a fraction when clients have unequal threads
     "cross_rack": "Int64",
+    **BATCH_LOAD_COLUMNS,  # balance by load: peak_utilization, ..., overloaded, peak_ratio (adapters/load_rows.py)
     "objective": "Float64",
     "bound": "Float64",
     "wall_s": "Float64",
@@ -97,15 +103,16 @@ def result_row(result: Any, *, source: str | None = None, include_result: bool =
         "moves": _int_or_none(m.get("moves")),
         "imbalance": _float_or_none(m.get("imbalance")),
         "cross_rack": _int_or_none(m.get("cross_rack")),
+        **load_fields(m),
         "objective": _float_or_none(s.objective),
         "bound": _float_or_none(s.bound),
         "wall_s": float(s.wall_s),
         "followup_rebalance_deadline_ms": _int_or_none(result.followup_rebalance_deadline_ms),
-        "metrics": _jsonio.dumps(dict(m)).decode(),
+        "metrics": jsonio.dumps(dict(m)).decode(),
         "error": None,
     }
     if include_result:
-        row["result"] = _jsonio.dumps(result.to_json()).decode()
+        row["result"] = jsonio.dumps(result.to_json()).decode()
     return row
 
 
@@ -136,7 +143,7 @@ def solve_text(text: str | bytes | Mapping[str, Any], assignors: Sequence[str], 
     doc: Any = text
     if isinstance(text, (str, bytes)):
         try:
-            doc = _jsonio.loads(text)
+            doc = jsonio.loads(text)
         except ValueError as exc:
             return error_rows(f"snapshot: is not valid JSON ({str(exc).splitlines()[0][:120]}; starts {_excerpt(text)})",
                               assignors, source=source, wall_s=time.perf_counter() - t0, include_result=include_result)
@@ -169,7 +176,7 @@ def solve_text(text: str | bytes | Mapping[str, Any], assignors: Sequence[str], 
                                include_result=include_result)
             continue
         rows.append(result_row(result, source=source, include_result=include_result))
-    return rows
+    return share_bound(rows)  # every assignor's peak against the snapshot's best proven bound
 
 
 def _id_kind(doc: Any) -> tuple[str | None, str | None]:
@@ -214,7 +221,7 @@ def snapshots_frame(snapshots: Iterable[Any]):
     >>> snapshots_frame(suite("kip"))["kind"].value_counts().to_dict()
     {'consumer': 6, 'streams': 5}
     """
-    from stickyflow.datasets.io import Record, _as_row
+    from stickyflow.datasets.io import Record, as_row
 
     rows = []
     for s in snapshots:
@@ -223,7 +230,7 @@ def snapshots_frame(snapshots: Iterable[Any]):
             source, s = s.source, s.text
         elif isinstance(s, os.PathLike) or (isinstance(s, str) and not s.lstrip().startswith(("{", "["))):
             source = str(s)
-        text, ident, kind = _as_row(s)
+        text, ident, kind = as_row(s)
         rows.append({"id": ident, "kind": kind, "source": source,
                      "snapshot": text.decode() if isinstance(text, bytes) else text})
     return typed_frame(rows, SNAPSHOT_COLUMNS)
@@ -239,7 +246,7 @@ def frame_snapshots(frame: Any, *, column: str = "snapshot") -> list[dict[str, A
     out = []
     for i, text in enumerate(frame[column].tolist()):
         try:
-            out.append(_jsonio.loads(text))
+            out.append(jsonio.loads(text))
         except (ValueError, TypeError) as exc:
             raise InvalidSnapshotError(Problem(f"{column}[{i}]", f"is not valid JSON ({str(exc)[:120]})")) from None
     return out
@@ -264,7 +271,7 @@ def frame_results(frame: Any) -> list[dict[str, Any] | None]:
     if "result" not in frame.columns:
         raise ValueError("frame: has no 'result' column (make it with include_result=True)")
     pd = _pd()
-    return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _jsonio.loads(v)
+    return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else jsonio.loads(v)
             for v in frame["result"].tolist()]
 
 

@@ -60,8 +60,8 @@ import importlib
 import warnings
 from typing import Any
 
-from stickyflow.consumer import ConsumerSnapshot
 from stickyflow.errors import BackendMissingError, StickyflowError, UnknownAssignorError
+from stickyflow.model.consumer import ConsumerSnapshot
 
 __all__ = ["run_peer", "peer_names", "PeerError", "PeerUnsupportedError", "PeerInvalidError"]
 
@@ -199,7 +199,7 @@ def run_peer(snapshot: ConsumerSnapshot, name: str, *, check: bool = True) -> di
         raise PeerError(f"kafka-python's {name} assignor crashed: {type(exc).__name__}: {exc}") from exc
     out = _decode(snapshot, raw)
     if check:
-        from stickyflow.consumer_check import validate_consumer
+        from stickyflow.check.consumer import validate_consumer
 
         violations = validate_consumer(snapshot, out)
         if violations:

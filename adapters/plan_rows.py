@@ -1,6 +1,6 @@
 """Plans as rows of ``compare`` and ``batch``: the assignor name ``plan:METHOD`` runs plan method METHOD.
 
-A plan method (:mod:`stickyflow.plan_methods`) joins the assignors of a study or a
+A plan method (:mod:`stickyflow.planning.methods`) joins the assignors of a study or a
 batch as ``plan:optimal``, ``plan:mwf``, ``plan:bfd``, ...:
 
 * in ``stickyflow batch`` its row has the batch columns of
@@ -44,7 +44,7 @@ def is_plan(name: str) -> bool:
 def check_plan_names(names: Sequence[str]) -> list[str]:
     """The ``plan:METHOD`` names of ``names``, each METHOD checked; :class:`UnknownAssignorError` names the
     first unknown one with the known methods."""
-    from stickyflow.plan_methods import PLAN_METHODS
+    from stickyflow.planning.methods import PLAN_METHODS
 
     plans = [n for n in names if is_plan(n)]
     for n in plans:

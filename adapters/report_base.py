@@ -14,7 +14,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "legend_outside", "without_na", "pyplot"]
+__all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "legend_outside", "without_na", "pyplot", "pandas_module",
+           "save_png", "series_color", "series_marker", "place_labels"]
 
 MISSING = "\u2014"  # an em dash: how a table shows a value that is missing (pandas would print <NA> or NaN)
 
@@ -79,7 +80,7 @@ def _save(fig, path: str | Path | None) -> bytes:
 
 _PALETTE = {"optimal": "#1f77b4", "sticky": "#ff7f0e", "range": "#2ca02c", "roundrobin": "#d62728",
             "uniform": "#9467bd", "kip1071": "#8c564b", "kp-sticky": "#e6a25c", "kp-range": "#7fbf7b",
-            "kp-roundrobin": "#e7969c"}
+            "kp-roundrobin": "#e7969c", "lpt": "#17becf", "lag-based": "#bcbd22"}
 _EXTRA = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
@@ -91,7 +92,7 @@ def _color(name: str) -> str:
 
 
 _MARKERS = {"optimal": "o", "sticky": "D", "range": "^", "roundrobin": "v", "uniform": "s", "kip1071": "P",
-            "kp-sticky": "x", "kp-range": "1", "kp-roundrobin": "2"}
+            "kp-sticky": "x", "kp-range": "1", "kp-roundrobin": "2", "lpt": "*", "lag-based": "p"}
 
 
 def _marker(name: str) -> str:
@@ -230,3 +231,10 @@ def _cell_number(x: float) -> str:
     return f"{x:.4g}"
 
 
+# public names of the helpers above, for the drawing modules written since (a module imports no other module's
+# private names; the older report modules predate that rule)
+pandas_module = _pandas
+save_png = _save
+series_color = _color
+series_marker = _marker
+place_labels = _place_labels

@@ -76,9 +76,9 @@ def main(argv=None) -> int:
             for row in json.load(f)["rows"]:
                 franz[row["scenario"]] = row["franz"]["time_s"] * 1000 if "time_s" in row.get("franz", {}) else None
     rows = []
-    from stickyflow.consumer import remembered_claims
-    from stickyflow.consumer_check import as_array_assignment
+    from stickyflow.check.answer import as_array_assignment
     from stickyflow.formulations.consumer_flow import solve_consumer
+    from stickyflow.model.consumer_claims import remembered_claims
 
     print(f"{'scenario':32} {'franz ms':>9} {'assign ms':>9} {'built ms':>9} {'parse ms':>9} {'solver ms':>9} {'touch ms':>9}"
           f" {'result ms':>9} {'touch/franz':>11}")

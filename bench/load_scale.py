@@ -126,7 +126,7 @@ def run_case(case: str, assignor: str, seed: int) -> dict:
     mx = r.metrics
     total = float(sum(float(np.sum(t.rates)) for t in snap.topics.values()))
     # what the previous owners hold above the limit the answer aims at: the least any plan within it moves
-    from stickyflow.load_problem import load_problem, peak_limit
+    from stickyflow.load.problem import load_problem, peak_limit
 
     problem, _, _ = load_problem(snap)
     owned = problem.owner >= 0

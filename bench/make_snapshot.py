@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from stickyflow import _jsonio
 from stickyflow.adapters.bench import Case, consumer_snapshot, streams_document
-from stickyflow.consumer import consumer_to_json
+from stickyflow.model import jsonio
+from stickyflow.model.consumer import consumer_to_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
                 racks=args.racks, per_topic=args.per_topic, seed=args.seed)
     t0 = time.perf_counter()
     doc = consumer_to_json(consumer_snapshot(case)) if args.kind == "consumer" else streams_document(case)
-    Path(args.output).write_bytes(_jsonio.dumps(doc))
+    Path(args.output).write_bytes(jsonio.dumps(doc))
     print(f"{case.name}: wrote {args.output} ({Path(args.output).stat().st_size / 2**20:.1f} MiB) "
           f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def plan_steps(partitions: int, steps: int, delta: float, seed: int) -> dict:
     from stickyflow.datasets.traces import random_walk
-    from stickyflow.plan_problem import PlanProblem
-    from stickyflow.planner import solve_plan
+    from stickyflow.planning.planner import solve_plan
+    from stickyflow.planning.problem import PlanProblem
 
     trace = random_walk(partitions=partitions, topics=2, steps=steps, delta=delta, seed=seed)
     base = PlanProblem.from_arrays(trace.rates[0], trace.capacity, topics=list(trace.topics))
@@ -66,7 +66,7 @@ def plan_steps(partitions: int, steps: int, delta: float, seed: int) -> dict:
 def whole_simulation(seed: int) -> dict:
     from stickyflow.datasets.trace_sim import simulate_trace
     from stickyflow.datasets.traces import named_trace
-    from stickyflow.plan_methods import PLAN_METHODS
+    from stickyflow.planning.methods import PLAN_METHODS
 
     trace = named_trace(f"trace:jpdc:{seed}")
     methods = [*PLAN_METHODS, *(f"kafka:{k}" for k in range(10, 33))]

@@ -71,8 +71,8 @@ def role_swap(m, plan):
     a stateful box: the new target, or None when no pair admits one. Stateless tasks stay where they are."""
     from ortools.graph.python import min_cost_flow
 
+    from stickyflow.check.streams import balance_excess
     from stickyflow.formulations.streams_common import converged_standbys
-    from stickyflow.streams_check import balance_excess
 
     tg = plan.target
     S = np.flatnonzero(m.stateful)

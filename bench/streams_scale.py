@@ -56,8 +56,8 @@ def run_case(tasks: int, clients: int, scenario: str, variant: str, assignor: st
     # a service has its modules loaded: import them outside the timing
     import ortools.graph.python.min_cost_flow  # noqa: F401
     import stickyflow.formulations.streams_flow  # noqa: F401
-    import stickyflow.streams_ha  # noqa: F401
-    import stickyflow.streams_rack  # noqa: F401
+    import stickyflow.greedy.streams_ha  # noqa: F401
+    import stickyflow.greedy.streams_rack  # noqa: F401
     t0 = time.perf_counter()
     r = stickyflow.assign(snap, assignor)
     wall = time.perf_counter() - t0

@@ -121,7 +121,7 @@ def subtopology_excess(snapshot: Any, result: Any) -> int | None:
     """
     if snapshot.config.rack_aware_assignment_strategy != "balance_subtopology" or not snapshot.clients:
         return None
-    from stickyflow.streams_check import balance_excess
+    from stickyflow.check.streams import balance_excess
 
     idx = snapshot.index
     subs, g_of_t = np.unique([t.subtopology for t in snapshot.tasks], return_inverse=True)
@@ -145,8 +145,8 @@ def play(doc: dict[str, Any], assignor: str, horizon: int | None, time_limit: fl
     the way (every state restoration, plus the traffic of where it settles), and where it settles: its cost
     against the first snapshot (the converged cost) and its distance from **Balanced** in each count.
     """
+    from stickyflow.check.streams import streams_metrics
     from stickyflow.datasets.convergence import converge
-    from stickyflow.streams_check import streams_metrics
 
     run = converge(doc, assignor, horizon=horizon, time_limit=time_limit)
     first, last = run.results[0], run.last

@@ -91,7 +91,7 @@ def converge(snapshot: Any, assignor: str = "optimal", *, horizon: int | None = 
     the rules and the cost.
     """
     import stickyflow
-    from stickyflow.streams import streams_to_json
+    from stickyflow.model.streams import streams_to_json
 
     snap = stickyflow.as_snapshot(snapshot)
     if snap.kind != "streams":
@@ -128,7 +128,7 @@ def restorations(snapshot: Any, result: Any) -> int:
     before (a standby move), and a warm-up on such a client: each restores the task's state there. A warm-up
     on a client that held a standby of the task continues that standby's state and costs nothing.
     """
-    from stickyflow.streams_check import assignment_arrays, normalize_streams_assignment
+    from stickyflow.check.streams import assignment_arrays, normalize_streams_assignment
 
     snap = snapshot
     idx = snap.index
@@ -206,9 +206,9 @@ def settled_excess(snapshot: Any, result: Any) -> dict[str, int | None]:
     """How far each count of **Balanced** of ``result``'s assignment is from balanced (0: balanced): (1)
     ``active`` tasks, (2) ``stateful`` actives, (3) ``replicas`` and, under ``balance_subtopology``, (4)
     ``subtopology``, each subtopology's summed (None otherwise); see
-    :func:`stickyflow.streams_check.balance_excess`.
+    :func:`stickyflow.check.streams.balance_excess`.
     """
-    from stickyflow.streams_check import assignment_arrays, balance_excess, normalize_streams_assignment
+    from stickyflow.check.streams import assignment_arrays, balance_excess, normalize_streams_assignment
 
     snap = snapshot
     idx = snap.index

@@ -166,7 +166,8 @@ def _racks_and_churn(scenario: str, racks: int | None, churn: int | None, member
 def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members: int = 4, topics: int = 2,
                       seed: int = 0, racks: int | None = None, replication: int = 2, churn: int | None = None,
                       protocol: str = "eager", id: str | None = None, now_ms: int = 0,
-                      config: Mapping[str, Any] | None = None, conflicts: int = 0) -> dict[str, Any]:
+                      config: Mapping[str, Any] | None = None, conflicts: int = 0, rates: Any = None,
+                      rate_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A consumer-group snapshot (spec JSON dict) of ``scenario`` (see the module docstring).
 
     Parameters
@@ -187,10 +188,21 @@ def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members
         are claimed by a second present member too, at that member's generation
         (equal generations: no claim wins; otherwise the newer one does). Drawn
         from a separate seeded stream, so ``conflicts=0`` changes nothing.
+    rates, rate_options:
+        A load snapshot (``"balance": "load"``): ``rates`` names a shape of
+        :mod:`stickyflow.datasets.rates` (``uniform``, ``lognormal``, ``zipf``,
+        ``hot_topic``) or maps every topic to its rates; ``rate_options`` go to
+        :func:`~stickyflow.datasets.rates.with_rates` (``capacity``, ``load_slack``,
+        ``sigma``, ``exponent``, ``factor``, ...). Drawn from a separate seeded stream,
+        so the groups are those of the count snapshot.
 
     >>> d = consumer_snapshot("rack_outage", partitions=30, members=6, seed=3)
     >>> sorted({m["rack"] for m in d["members"]})
     ['rack-1', 'rack-2']
+    >>> hot = consumer_snapshot("steady", partitions=6, members=2, topics=2, rates="hot_topic",
+    ...                         rate_options={"factor": 10, "spread": 0, "capacity": 40})
+    >>> [t["rates"] for t in hot["topics"].values()], hot["config"]
+    ([[10.0, 10.0, 10.0], [1.0, 1.0, 1.0]], {'balance': 'load', 'capacity': 40})
     """
     scenario = _scenario(scenario)
     partitions = _positive("partitions", partitions)
@@ -324,6 +336,10 @@ def consumer_snapshot(scenario: str = "steady", *, partitions: int = 24, members
         doc["config"] = dict(config)
     if conflicts:
         _add_conflicts(np.random.default_rng([seed, 0xC0F]), out_members, _positive("conflicts", conflicts, 0))
+    if rates is not None:
+        from .rates import with_rates
+
+        doc = with_rates(doc, rates, seed=[seed, 0x7A7E], **dict(rate_options or {}))
     return doc
 
 

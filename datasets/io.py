@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from stickyflow import _jsonio
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
+from stickyflow.model import jsonio
 
 __all__ = [
     "FORMATS",
@@ -104,7 +104,7 @@ def load_dataset(path: str | os.PathLike, *, column: str = SNAPSHOT_COLUMN) -> l
     out = []
     for rec in read_dataset(path, column=column):
         try:
-            out.append(_jsonio.loads(rec.text))
+            out.append(jsonio.loads(rec.text))
         except ValueError as exc:
             raise InvalidSnapshotError(Problem(rec.source, f"is not valid JSON ({str(exc).splitlines()[0][:120]})")) from None
     return out
@@ -125,7 +125,7 @@ def write_dataset(snapshots: Iterable[Any], path: str | os.PathLike, *, format: 
                   "parquet" if name.endswith(_PARQUET_SUFFIXES) else "json")
     if format not in FORMATS:
         raise ValueError(f"format: {format!r} is not one of {', '.join(FORMATS)}")
-    rows = (_as_row(s) for s in snapshots)
+    rows = (as_row(s) for s in snapshots)
     if format == "jsonl":
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(p.name + ".tmp")
@@ -169,7 +169,7 @@ def write_dataset(snapshots: Iterable[Any], path: str | os.PathLike, *, format: 
 def peek_id_kind(text: str | bytes) -> tuple[str | None, str | None]:
     """The ``id`` and ``kind`` of a snapshot's JSON text, or None for either when absent, not text, or not JSON."""
     try:
-        doc = _jsonio.loads(text)
+        doc = jsonio.loads(text)
     except ValueError:
         return None, None
     if not isinstance(doc, dict):
@@ -180,7 +180,7 @@ def peek_id_kind(text: str | bytes) -> tuple[str | None, str | None]:
 
 # --------------------------------------------------------------------------- helpers
 
-def _as_row(s: Any) -> tuple[str | bytes, str | None, str | None]:
+def as_row(s: Any) -> tuple[str | bytes, str | None, str | None]:
     """(JSON text, id, kind) of a snapshot given as text, a path, a dict or a snapshot object.
 
     As in :func:`stickyflow.as_snapshot`: a string that starts with ``{`` (or ``[``, JSON that is no
@@ -199,7 +199,7 @@ def _as_row(s: Any) -> tuple[str | bytes, str | None, str | None]:
 
         s = snapshot_to_json(s)
     ident, kind = s.get("id"), s.get("kind")
-    return (_jsonio.dumps(s), ident if isinstance(ident, str) else None, kind if isinstance(kind, str) else None)
+    return (jsonio.dumps(s), ident if isinstance(ident, str) else None, kind if isinstance(kind, str) else None)
 
 
 def _safe_name(ident: str) -> str:

@@ -26,6 +26,10 @@ sizes cycle so that results can be plotted against size):
 ``tiny``           12-partition groups and 8-task apps, every scenario in turn: the machinery at any count (100,000 and up)
 ``traces``         consumer groups of 16 to 64 partitions with rates from the thesis's random walks and a capacity, owned as a plan left them: for ``plan:METHOD``
 
+Load suites (consumer groups with ``"balance": "load"``, :mod:`stickyflow.datasets.load_scenarios`):
+``hot-partitions`` (Zipf hot partitions), ``skewed-topics`` (one topic 10x as busy) and ``rate-drift`` (balanced
+by load, then the rates drifted).
+
 >>> [d["id"] for d in suite("kip")][:2]
 ['kip/consumer/kip54-example1-c1-leaves/0', 'kip/consumer/kip54-example2-c0-leaves/1']
 >>> len(suite("bench", n=5))
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .generators import SCENARIOS, SNAPSHOT_FORMAT, consumer_snapshot, streams_snapshot
+from .load_scenarios import LOAD_SUITES
 
 __all__ = ["SUITES", "STUDY_SUITES", "suite", "iter_suite", "suite_item", "suite_count", "bundled_path", "load_bundled",
            "write_bundled", "BUNDLED"]
@@ -335,6 +340,7 @@ _INDEXED: dict[str, tuple[Callable[[int, int], dict[str, Any]], int, str]] = {
     "tiny": (_tiny, 1_000, "tiny snapshots of both kinds, every scenario: for testing the machinery at any count"),
     "traces": (_traces, 12, "consumer groups with partition rates (random walks) and a capacity: plans' input"),
 }
+_INDEXED.update(LOAD_SUITES)
 STUDY_SUITES = tuple(n for n in _INDEXED if n not in ("headline", "tiny"))
 SUITES.update({name: desc for name, (_, _, desc) in _INDEXED.items()})
 _FIXED_CACHE: dict[str, list[dict[str, Any]]] = {}

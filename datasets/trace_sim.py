@@ -2,7 +2,7 @@
 
 At each step of a :class:`~stickyflow.datasets.traces.Trace` the partitions take the
 step's rates, and the autoscaler plans (with a plan method of
-:mod:`stickyflow.plan_methods`, from where the partitions are now) when
+:mod:`stickyflow.planning.methods`, from where the partitions are now) when
 
 * a member's load exceeds the **trigger** capacity (Landau's controller: packing to
   ``capacity``, triggering above it, 133 against 100 in the JPDC setup),
@@ -39,10 +39,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from stickyflow.errors import InvalidSnapshotError, Problem
-from stickyflow.plan_bounds import count_bound
-from stickyflow.plan_methods import PLAN_METHODS
-from stickyflow.plan_problem import PlanProblem
-from stickyflow.planner import solve_plan
+from stickyflow.planning.bounds import count_bound
+from stickyflow.planning.methods import PLAN_METHODS
+from stickyflow.planning.planner import solve_plan
+from stickyflow.planning.problem import PlanProblem
 from stickyflow.registry import SolveOptions
 
 from .fluid import FluidModel, LatencySummary

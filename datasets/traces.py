@@ -218,8 +218,8 @@ def walk_snapshot(*, partitions: int, delta: float, seed: int, id: str | None = 
                   method: str = "mwf") -> dict[str, Any]:
     """A plan's snapshot from the thesis's random walk: the rates of the walk's second step, each partition
     owned where ``method``'s plan of the first step (from nothing) put it."""
-    from stickyflow.plan_problem import PlanProblem
-    from stickyflow.planner import solve_plan
+    from stickyflow.planning.planner import solve_plan
+    from stickyflow.planning.problem import PlanProblem
 
     trace = random_walk(partitions=partitions, topics=topics, steps=2, delta=delta, seed=seed)
     first = solve_plan(PlanProblem.from_arrays(trace.rates[0], trace.capacity), method)

@@ -55,11 +55,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stickyflow._arrays import nonzero_pairs
-from stickyflow.consumer import ConsumerSnapshot, PreviousOwners, _first_seen_ids, previous_owners
-from stickyflow.consumer_check import ArrayAssignment, _stable_order
+from stickyflow.check.answer import ArrayAssignment, stable_order
 from stickyflow.errors import (BackendMissingError, CostRangeError, SolverFaultError, TimeLimitError,
                                UnknownAssignorError)
+from stickyflow.model.arrays import nonzero_pairs
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import PreviousOwners, previous_owners
+from stickyflow.model.consumer_members import first_seen_ids
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
@@ -708,7 +710,7 @@ def _equal_subscriptions(d: _Data):
     else:
         held = np.flatnonzero(keepable)
         holder = owner[held]
-        order = _stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
+        order = stable_order(holder, M)  # a stable sort by holder (by radix below 32,768 members)
         held, holder = held[order], holder[order]
     start = np.searchsorted(holder, np.arange(M))
     rank = np.arange(len(held)) - start[holder]
@@ -753,7 +755,7 @@ def _phase2(d: _Data, lo: np.ndarray, hi: np.ndarray):
         for j, t in enumerate(d.topics):
             racks = snap.topics[t].racks
             if racks is not None:  # new rack sets numbered on in order of first appearance
-                rs[offsets[j]:offsets[j + 1]] = _first_seen_ids(racks, rs_index)
+                rs[offsets[j]:offsets[j + 1]] = first_seen_ids(racks, rs_index)
     racksets = list(rs_index)
     NR = len(racksets)
     # topic classes: topics read by the same member classes are interchangeable, so their partitions

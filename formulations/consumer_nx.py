@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import time
 
-from stickyflow.consumer import ConsumerSnapshot, previous_owners
 from stickyflow.errors import BackendMissingError, SolverFaultError, StickyflowError
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import previous_owners
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from stickyflow.load_problem import LoadProblem, peak_limit_exact
+from stickyflow.load.problem import LoadProblem, peak_limit_exact
 from stickyflow.registry import SolveOptions
 
 from .streams_cpsat import cp_model_module

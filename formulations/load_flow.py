@@ -21,7 +21,7 @@ integer rounding in the flow can cost tightness, never correctness. Infeasible a
 infeasible stays infeasible below ``U``: a bisection on the certified ``U`` gives the bound. With one capacity
 level the cut's own ratio ``load(X) / cap(N(X))`` bounds ``U*`` for every ``U`` (Dinkelbach's step), so a few
 flows find the relaxation's optimum exactly. :func:`peak_bound` keeps the larger of this and
-:func:`stickyflow.load_problem.partition_bound`.
+:func:`stickyflow.load.problem.partition_bound`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from stickyflow.errors import BackendMissingError
-from stickyflow.load_problem import BOUND_MARGIN, LoadProblem, partition_bound, topic_classes
+from stickyflow.load.problem import BOUND_MARGIN, LoadProblem, partition_bound, topic_classes
 
 __all__ = ["peak_bound", "fractional_bound", "MAX_LEVELS"]
 
@@ -50,7 +50,7 @@ def _max_flow():
 def peak_bound(problem: LoadProblem, upper: float | None = None, rel_tol: float = 1e-9) -> float:
     """The larger of the fractional bound and the largest-rates bound: a proven lower bound on ``U*``.
 
-    >>> from stickyflow.load_problem import LoadProblem
+    >>> from stickyflow.load.problem import LoadProblem
     >>> p = LoadProblem.of(rates=[3.0, 3.0, 1.0, 1.0], topic=[0, 0, 1, 1], reads=[[True, True], [False, True]],
     ...                    member_class=[0, 1], capacity=[1.0, 1.0], owner=[-1] * 4)
     >>> round(peak_bound(p), 6)  # topic 0 (load 6) only member 0 reads

@@ -7,7 +7,7 @@ something worse by the rules). Above that size, or with ``method="plan"``, the p
 
 * the bound: the fractional relaxation solved as max flows, and the largest-rates bound
   (:func:`.load_flow.peak_bound`), a proven lower bound ``L`` on the least possible peak ``U*``;
-* the plan: :func:`stickyflow.load_plan.sticky_plan` aimed at ``lim(L) = (1 + slack) L`` (at most 1 where
+* the plan: :func:`stickyflow.load.plan.sticky_plan` aimed at ``lim(L) = (1 + slack) L`` (at most 1 where
   capacities are given and ``L <= 1``): the previous owners keep what fits under it, the least load moves, the
   rest is dealt by water level; where no plan reaches ``lim(L)``, a balancing plan sets the peak to aim at.
 
@@ -15,7 +15,7 @@ Then rule 2 is proven when the plan's peak is within ``lim(L)`` (``U* >= L``, an
 argument), even though ``U*`` itself is not known; rule 3 when nobody is above capacity (or none is given),
 or nobody below it (then the overload is the whole load less the whole capacity, the least possible); rules 4
 and 5 when every partition sits where its own cost is least
-(:func:`stickyflow.load_problem.per_partition_best`: a rebalance that moves only what has to move). The answer is
+(:func:`stickyflow.load.problem.per_partition_best`: a rebalance that moves only what has to move). The answer is
 ``"optimal"`` only when all of them are proven, else ``"feasible"`` with the bound and the reason. The result's
 ``solver.objective`` is the peak ``U``, ``solver.bound`` the proven ``L``.
 
@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from stickyflow.consumer_check import ArrayAssignment
+from stickyflow.check.answer import ArrayAssignment
+from stickyflow.check.load import cheap_peak_bound
 from stickyflow.errors import UnknownAssignorError
-from stickyflow.load_check import cheap_peak_bound
-from stickyflow.load_plan import aimed_plan
-from stickyflow.load_problem import LoadProblem, load_problem, measure, peak_limit, per_partition_best
+from stickyflow.load.plan import aimed_plan
+from stickyflow.load.problem import LoadProblem, load_problem, measure, peak_limit, per_partition_best
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 

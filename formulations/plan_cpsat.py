@@ -1,11 +1,11 @@
 """The exact plan: the fewest members, proven where it can be, then the least moved load, then the fewest moves.
 
-Data: integer weights ``w_j`` of the partitions (:func:`stickyflow.plan_problem.scaled_weights`),
+Data: integer weights ``w_j`` of the partitions (:func:`stickyflow.planning.problem.scaled_weights`),
 capacity ``C``, the valid previous owner ``o_j`` (an existing member, or none). A partition
 whose rate exceeds ``C`` takes a member alone.
 
-1. **Bounds and a start.** ``LB``: Martello and Toth's L2 (:mod:`stickyflow.plan_bounds`).
-   The greedy methods of :data:`stickyflow.plan_methods.INCUMBENTS`, each with its members
+1. **Bounds and a start.** ``LB``: Martello and Toth's L2 (:mod:`stickyflow.planning.bounds`).
+   The greedy methods of :data:`stickyflow.planning.methods.INCUMBENTS`, each with its members
    matched to the existing ones for the most kept load (a linear assignment), give the
    incumbent; ``UB`` its member count.
 2. **Count** (when ``UB > LB``), bin packing on ``K = UB - 1`` identical bins, partitions
@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 
 from stickyflow.errors import BackendMissingError
-from stickyflow.plan_bounds import l2_bound
-from stickyflow.plan_leastloaded import greedy_match, pair_totals
-from stickyflow.plan_methods import INCUMBENTS, PlanDecision, best_of, plan_key, run_heuristic
-from stickyflow.plan_problem import PlanProblem, Weights
+from stickyflow.planning.bounds import l2_bound
+from stickyflow.planning.leastloaded import greedy_match, pair_totals
+from stickyflow.planning.methods import INCUMBENTS, PlanDecision, best_of, plan_key, run_heuristic
+from stickyflow.planning.problem import PlanProblem, Weights
 
 __all__ = ["solve_plan_exact", "DEFAULT_TIME_LIMIT", "MAX_PAIRS", "relabel", "cpsat_parameters",
            "exact_start", "hinted"]
@@ -68,7 +68,7 @@ def relabel(problem: PlanProblem, weights: Weights, slots: np.ndarray) -> np.nda
     partitions): a linear assignment of bins to members (greedy, by pairs, beyond ``_DENSE_RELABEL`` of
     either), existing members before new ones.
 
-    >>> from stickyflow.plan_problem import scaled_weights
+    >>> from stickyflow.planning.problem import scaled_weights
     >>> p = PlanProblem.from_arrays([60, 50, 30], 100, owner=[1, 0, 0], members=["a", "b"])
     >>> relabel(p, scaled_weights(p.rates, p.capacity), np.array([0, 1, 1])).tolist()
     [1, 0, 0]

@@ -24,7 +24,7 @@ answer, and ``extra["searched"]`` says so). Settings (``extra``): ``drain``
 (``mu``, default the capacity), ``pause`` (seconds per partition gained, default
 5), ``passes`` (50).
 
->>> from stickyflow.plan_problem import PlanProblem, scaled_weights
+>>> from stickyflow.planning.problem import PlanProblem, scaled_weights
 >>> round(delay(kept=40.0, gained=30.0, count=2, drain=100.0, pause=5.0), 3)  # P = 10 s, spare 30
 3000.0
 """
@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from stickyflow.plan_methods import PlanDecision, plan_key
-from stickyflow.plan_problem import CAPACITY_TOLERANCE, PlanProblem, Weights
+from stickyflow.planning.methods import PlanDecision, plan_key
+from stickyflow.planning.problem import CAPACITY_TOLERANCE, PlanProblem, Weights
 
 from .plan_cpsat import solve_plan_exact
 

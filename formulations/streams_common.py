@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from stickyflow._arrays import in_sorted
+from stickyflow.check.streams import assignment_arrays, balance_excess
+from stickyflow.check.streams_tables import RACK_KEY, eligible_pairs, rack_tables, tag_combinations
 from stickyflow.errors import StickyflowError
+from stickyflow.model.arrays import in_sorted
+from stickyflow.model.streams import ClientAssignment, StreamsSnapshot, task_key
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
-from stickyflow.streams import ClientAssignment, StreamsSnapshot, task_key
-from stickyflow.streams_check import (RACK_KEY, assignment_arrays, balance_excess, eligible_pairs, rack_tables,
-                                      tag_combinations)
 
 __all__ = ["StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull", "balance_excess",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "round_standbys",

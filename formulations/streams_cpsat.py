@@ -172,7 +172,7 @@ class _PandasOnDemand(types.ModuleType):
 
 def _balanced(cm, m: StreamsModel, counts: list, name: str, soft: bool = False, at_hint=None):
     """Post **Balanced** on ``counts`` (one linear expression per client): a rule, or with ``soft`` the distance
-    from it as :func:`stickyflow.streams_check.balance_excess` measures it (the tasks above ``w_c m +
+    from it as :func:`stickyflow.check.streams.balance_excess` measures it (the tasks above ``w_c m +
     balance_factor``, summed over clients; ``m`` the least count per thread), returned as a variable.
 
     ``mn_w`` is at most the least count of the clients of ``w`` threads, so that ``m <= mn_w / w`` for every
@@ -644,7 +644,7 @@ def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None
     """The flow's plan when it keeps the rules the flow relaxed (tag spreading, the move cap), else None."""
     if hint is None:
         return None
-    from stickyflow.streams_check import streams_metrics, validate_streams
+    from stickyflow.check.streams import streams_metrics, validate_streams
 
     d = plan_decision(m, hint)
     if validate_streams(m.snap, d.assignment, followup_rebalance_deadline_ms=d.followup_rebalance_deadline_ms):
@@ -697,9 +697,9 @@ def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]
     the spread, and CP-SAT, hinted with it, may find no solution at all within
     its time (four of the six medium two-standby ``tags`` snapshots of
     ``bench/streams_vs_greedy.py --quick`` at 2 s). The greedy assignor's repair
-    (:func:`stickyflow.streams_common.repair_tag_spread`: a standby moves to a
+    (:func:`stickyflow.greedy.streams_state.repair_tag_spread`: a standby moves to a
     client of a combination that adds a tag value, the least loaded first),
-    then its standby balancing (:func:`stickyflow.streams_ha.balance_standbys`,
+    then its standby balancing (:func:`stickyflow.greedy.streams_ha.balance_standbys`,
     between clients of the same tag values, so the spread stays) keep the
     flow's targets, actives and warm-ups: the hint stays close to the flow's
     cost and is valid by every rule of the check. (CP-SAT also spreads the
@@ -707,8 +707,8 @@ def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]
     was tried, 2026-11-27, and gave worse starts: the repair then often broke
     this round's spread, and the greedy's answer was taken instead.)
     """
-    from stickyflow.streams_common import HAState, repair_tag_spread
-    from stickyflow.streams_ha import balance_standbys
+    from stickyflow.greedy.streams_ha import balance_standbys
+    from stickyflow.greedy.streams_state import HAState, repair_tag_spread
 
     st = HAState(m.snap)
     for t, c in enumerate(plan.active.tolist()):

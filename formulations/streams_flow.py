@@ -67,9 +67,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from stickyflow._arrays import nonzero_pairs
+from stickyflow.check.streams import balance_excess
 from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
-from stickyflow.streams_check import balance_excess
+from stickyflow.model.arrays import nonzero_pairs
 
 from .streams_common import (MAX_BOXES, StreamsModel, StreamsPlan, box_hull, choose_warmups, count_excess,
                              in_sorted, movements, replica_counts, round_standbys, target_cost, balance_boxes)

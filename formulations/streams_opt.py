@@ -68,9 +68,9 @@ import time
 from dataclasses import replace
 
 from stickyflow.errors import InfeasibleError, StickyflowError, UnknownAssignorError
+from stickyflow.model.streams import StreamsSnapshot
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
-from stickyflow.streams import StreamsSnapshot
 
 from .streams_common import (StreamsModel, StreamsPlan, balance_boxes, box_hull, build_model, choose_warmups,
                              movements, plan_cost, plan_decision, target_cost)

@@ -18,10 +18,12 @@ __version__ = "0.1.0"
 # command line's ``--help`` and ``--version``) loads no numpy and no solver until something needs one.
 _EXPORTS = {
     "api": ("assign",),
-    "planner": ("plan", "Plan"),
-    "plan_problem": ("PlanProblem",),
-    "consumer": ("ConsumerConfig", "ConsumerSnapshot", "Member", "Topic", "parse_consumer", "previous_owners"),
-    "consumer_check": ("consumer_metrics", "cooperative_split", "validate_consumer"),
+    "planning.planner": ("plan", "Plan"),
+    "planning.problem": ("PlanProblem",),
+    "model.consumer": ("ConsumerConfig", "ConsumerSnapshot", "Member", "Topic", "parse_consumer"),
+    "model.consumer_claims": ("previous_owners",),
+    "check.consumer": ("consumer_metrics", "validate_consumer"),
+    "check.cooperative": ("cooperative_split",),
     "errors": ("BackendMissingError", "CostRangeError", "InfeasibleError", "InvalidAssignmentError",
                "InvalidSnapshotError", "Problem", "SolverFaultError", "StickyflowError", "TimeLimitError",
                "UnknownAssignorError"),
@@ -29,9 +31,9 @@ _EXPORTS = {
     "result": ("AssignmentResult", "Decision", "SolverInfo", "Violation"),
     "snapshot": ("as_snapshot", "dumps_result", "load_snapshot", "loads_snapshot", "parse_snapshot",
                  "snapshot_to_json"),
-    "streams": ("Client", "ClientAssignment", "StreamsConfig", "StreamsSnapshot", "Task", "parse_streams"),
-    "streams_check": ("streams_metrics", "validate_streams"),
-    "streams_rank": ("rank", "should_rebalance"),
+    "model.streams": ("Client", "ClientAssignment", "StreamsConfig", "StreamsSnapshot", "Task", "parse_streams"),
+    "check.streams": ("streams_metrics", "validate_streams"),
+    "greedy.streams_rank": ("rank", "should_rebalance"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -59,20 +61,22 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what static tools and IDEs read
     from . import kip924
     from .api import assign
-    from .plan_problem import PlanProblem
-    from .planner import Plan, plan
-    from .consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer, previous_owners
-    from .consumer_check import consumer_metrics, cooperative_split, validate_consumer
+    from .check.consumer import consumer_metrics, validate_consumer
+    from .check.cooperative import cooperative_split
+    from .check.streams import streams_metrics, validate_streams
     from .errors import (BackendMissingError, CostRangeError, InfeasibleError, InvalidAssignmentError,
                          InvalidSnapshotError, Problem, SolverFaultError, StickyflowError, TimeLimitError,
                          UnknownAssignorError)
+    from .greedy.streams_rank import rank, should_rebalance
+    from .model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, parse_consumer
+    from .model.consumer_claims import previous_owners
+    from .model.streams import Client, ClientAssignment, StreamsConfig, StreamsSnapshot, Task, parse_streams
+    from .planning.planner import Plan, plan
+    from .planning.problem import PlanProblem
     from .registry import SolveOptions, available_assignors, get_assignor, register_assignor, unregister_assignor
     from .result import AssignmentResult, Decision, SolverInfo, Violation
     from .snapshot import (as_snapshot, dumps_result, load_snapshot, loads_snapshot, parse_snapshot,
                            snapshot_to_json)
-    from .streams import Client, ClientAssignment, StreamsConfig, StreamsSnapshot, Task, parse_streams
-    from .streams_check import streams_metrics, validate_streams
-    from .streams_rank import rank, should_rebalance
 
 __all__ = [
     "assign", "plan", "Plan", "PlanProblem",

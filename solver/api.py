@@ -6,7 +6,7 @@ the result and returns an :class:`AssignmentResult`. If an optimizing assignor
 is missing, times out without a solution, proves the problem infeasible,
 crashes, or returns something invalid, the greedy ``sticky`` assignor stands in
 (for a consumer group balanced by load, the sticky load greedy of
-:mod:`stickyflow.load_plan`) and ``result.solver.status == "fallback"`` with the
+:mod:`stickyflow.load.plan`) and ``result.solver.status == "fallback"`` with the
 reason. A result that did
 not pass the validity check is never returned; for a custom streams assignor
 (KIP-924) that check is KIP-924's own validation, and the high-availability
@@ -31,11 +31,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .consumer import ConsumerSnapshot, previous_owners, remembered_claims
-from .consumer_check import (AnswerView, ArrayAssignment, _gc_paused, as_array_assignment, cooperative_split,
-                             inspect_consumer, normalize_consumer_assignment)
+from .check.answer import AnswerView, ArrayAssignment, as_array_assignment, normalize_consumer_assignment
+from .check.consumer import inspect_consumer
+from .check.cooperative import cooperative_split
 from .errors import (InvalidAssignmentError, InvalidSnapshotError, SolverFaultError, StickyflowError,
                      UnknownAssignorError)
+from .model.arrays import gc_paused
+from .model.consumer import ConsumerSnapshot
+from .model.consumer_claims import previous_owners, remembered_claims
 from .registry import SolveOptions, get_assignor
 from .result import AssignmentResult, Decision, Finished, ReadOnlyDict, SolverInfo, Violation
 from .snapshot import as_snapshot
@@ -72,7 +75,7 @@ def assign(snapshot: Any, assignor: str = "optimal", *, time_limit: float | None
     :class:`UnknownAssignorError` for an unknown assignor name.
     """
     options = SolveOptions(time_limit=time_limit, seed=seed, num_workers=num_workers, method=method, extra=extra)
-    with _gc_paused():  # one call builds many small acyclic containers: no cycle collection in between
+    with gc_paused():  # one call builds many small acyclic containers: no cycle collection in between
         return _front_door(snapshot, assignor, options, fallback)
 
 
@@ -149,11 +152,11 @@ def _assign(snap: Any, spec: Any, options: SolveOptions, assignor: str, fallback
 
 def _fallback(snap: Any):
     """What stands in for a failed optimizer, and its name: the greedy ``sticky`` assignor, or for a consumer
-    group balanced by load the sticky load greedy (:func:`stickyflow.load_plan.fallback`: keeps what the previous
+    group balanced by load the sticky load greedy (:func:`stickyflow.load.plan.fallback`: keeps what the previous
     owners can keep under the slack of a cheap bound, deals the rest by load), since ``sticky`` would balance
     counts and could leave a member far above its capacity."""
     if snap.kind == "consumer" and snap.config.balance == "load":
-        from .load_plan import fallback
+        from .load.plan import fallback
 
         return fallback, "the sticky load greedy"
     return get_assignor(FALLBACK_ASSIGNOR, snap.kind).load(), repr(FALLBACK_ASSIGNOR)
@@ -226,7 +229,7 @@ def _finisher(kind: str, spec: Any = None):
 
         if is_custom(spec):
             return finish_custom
-    from .streams_check import finish_streams
+    from .check.streams import finish_streams
 
     return finish_streams
 
@@ -236,7 +239,7 @@ def _invalid(kind: str, who: str, violations: tuple, code: str | None = None) ->
     if code is not None:
         pass
     elif kind == "streams":
-        from .streams_check import assignment_error
+        from .check.streams import assignment_error
 
         code = assignment_error(violations)
     else:

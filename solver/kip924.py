@@ -47,11 +47,12 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Union
 
 import numpy as np
 
+from .check.kip924 import SHAPE_ERRORS, kip924_violations  # noqa: F401  (SHAPE_ERRORS: re-exported, as before)
+from .check.streams import (ERROR_ORDER, KIP924_ERRORS, as_client_assignment, normalize_streams_assignment,
+                            streams_metrics, validate_streams)
+from .model.streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
 from .registry import SolveOptions
 from .result import Decision, Finished, Violation
-from .streams import ClientAssignment, StreamsConfig, StreamsSnapshot, task_key
-from .streams_check import (ERROR_ORDER, KIP924_ERRORS, as_client_assignment, normalize_streams_assignment,
-                            streams_metrics, validate_streams)
 
 __all__ = [
     "ProcessId",
@@ -369,7 +370,7 @@ def default_standby_task_assignment(application_state: ApplicationState,
     ``rack_aware_assignment_tags``, clients that add tag values first (KIP-708).
     Existing standbys and warm-ups are kept.
     """
-    from .streams_common import HAState, assign_standbys, spread_keys
+    from .greedy.streams_state import HAState, assign_standbys, spread_keys
 
     snap = application_state.snapshot
     st = _state_from(snap, _to_ca(assignments))
@@ -383,7 +384,7 @@ def default_standby_task_assignment(application_state: ApplicationState,
 
 def _state_from(snap: StreamsSnapshot, cas: Mapping[str, ClientAssignment]):
     """An HAState holding ``cas`` (unknown clients and tasks are dropped)."""
-    from .streams_common import HAState
+    from .greedy.streams_state import HAState
 
     st = HAState(snap)
     idx = snap.index
@@ -470,7 +471,7 @@ def optimize_rack_aware_active_tasks(params: RackAwareOptimizationParams,
     Uses the configured strategy (``min_traffic`` when it is ``"none"``) and the
     costs in force unless overridden; unchanged when racks are unknown.
     """
-    from .streams_rack import optimize_active_tasks
+    from .greedy.streams_rack import optimize_active_tasks
 
     snap = params.application_state.snapshot
     st = _state_from(snap, _to_ca(assignments))
@@ -502,8 +503,8 @@ def optimize_rack_aware_standby_tasks(params: RackAwareOptimizationParams,
     clients with the same tag values when ``rack_aware_assignment_tags`` is
     set; warm-ups stay. Unchanged when racks are unknown or the graph is too big.
     """
-    from .streams_check import tag_combinations
-    from .streams_rack import optimize_standby_tasks
+    from .check.streams_tables import tag_combinations
+    from .greedy.streams_rack import optimize_standby_tasks
 
     snap = params.application_state.snapshot
     st = _state_from(snap, _to_ca(assignments))
@@ -532,105 +533,13 @@ def optimize_rack_aware_standby_tasks(params: RackAwareOptimizationParams,
     return _from_ca(assignments, st.to_assignment())
 
 
-# shapes our assignment cannot take (Kafka's KafkaStreamsAssignment maps a task id to one role, so
-# there they cannot even be written): rejected like KIP-924's errors, never returned
-SHAPE_ERRORS = ("MALFORMED_ASSIGNMENT", "ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS",
-                "STANDBY_TASK_ASSIGNED_MULTIPLE_TIMES")
-
-
-def kip924_violations(snapshot: StreamsSnapshot,
-                      entries: Iterable[tuple[str, ClientAssignment]]) -> list[Violation]:
-    """KIP-924's validation of a custom assignor's answer, every error found, Kafka's answer first.
-
-    ``entries`` are (process id, :class:`ClientAssignment`) pairs in the order the
-    assignor returned them. The first element is what Kafka's
-    ``TaskAssignmentUtils.validateTaskAssignment`` returns: walking the clients'
-    tasks in order, an unknown task id or an active task seen a second time; then a
-    standby (or warm-up) of a stateless task; then a client left out; then a process
-    id that is not a client. After those come the shape errors (:data:`SHAPE_ERRORS`):
-    a client holding one task in two roles, or one standby twice. Nothing else is
-    checked: a task active nowhere, too few standbys, a lagging active, warm-ups
-    beyond the budget or an uneven load are KIP-441's rules, not KIP-924's.
-
-    >>> from stickyflow.streams import parse_streams
-    >>> s = parse_streams({"format": "stickyflow.snapshot/1", "kind": "streams",
-    ...     "tasks": [{"id": "0_0", "stateful": False}, {"id": "0_1", "stateful": True}],
-    ...     "clients": [{"process_id": "a", "previous_active": [], "previous_standby": []},
-    ...                 {"process_id": "b", "previous_active": [], "previous_standby": []}]})
-    >>> [v.code for v in kip924_violations(s, [("a", ClientAssignment.of(["0_0"], [], []))])]
-    ['MISSING_PROCESS_ID']
-    >>> [v.code for v in kip924_violations(s, [("a", ClientAssignment.of(["0_0"], ["0_0"], [])),
-    ...                                        ("b", ClientAssignment.of(["0_0", "7_7"], [], []))])]
-    ['ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES', 'UNKNOWN_TASK_ID', 'INVALID_STANDBY_TASK', \
-'ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS']
-    """
-    snap = snapshot
-    idx = snap.index
-    tasks = idx.task_pos
-    first: dict[str, Violation] = {}  # code -> first occurrence, in the order found
-    counts: dict[str, int] = {}
-    active_on: dict[str, str] = {}
-    replica_on: dict[str, str] = {}
-    roles: dict[str, dict[str, list[str]]] = {}  # pid -> task -> roles (merged when a pid is listed twice)
-
-    def found(code: str, message: str) -> None:
-        counts[code] = counts.get(code, 0) + 1
-        first.setdefault(code, Violation(code, message))
-
-    listed: list[str] = []
-    for pid, ca in entries:
-        listed.append(pid)
-        held = roles.setdefault(pid, {})
-        for role in ("active", "standby", "warmup"):
-            for tid in getattr(ca, role):
-                held.setdefault(tid, []).append(role)
-                if tid not in tasks:
-                    found("UNKNOWN_TASK_ID", f"{pid!r} is assigned {tid!r}, which is not a task")
-                elif role == "active":
-                    if tid in active_on:
-                        found("ACTIVE_TASK_ASSIGNED_MULTIPLE_TIMES",
-                              f"{tid} is active on {active_on[tid]!r} and again on {pid!r}")
-                    else:
-                        active_on[tid] = pid
-                else:
-                    replica_on.setdefault(tid, pid)
-    out = [_counted(first[c], counts[c]) for c in first]
-    stateless = [t for t in replica_on if not idx.stateful[tasks[t]]]
-    if stateless:
-        out.append(_counted(Violation("INVALID_STANDBY_TASK", f"{stateless[0]} is stateless, yet "
-                                      f"{replica_on[stateless[0]]!r} holds a standby of it"), len(stateless)))
-    known = set(idx.client_ids)
-    missing = [p for p in idx.client_ids if p not in roles]
-    if missing:
-        out.append(_counted(Violation("MISSING_PROCESS_ID", f"client {missing[0]!r} has no assignment"), len(missing)))
-    unknown = [p for p in dict.fromkeys(listed) if p not in known]
-    if unknown:
-        out.append(_counted(Violation("UNKNOWN_PROCESS_ID", f"{unknown[0]!r} is not a client of the application"),
-                            len(unknown)))
-    both = [(p, t) for p, held in roles.items() for t, r in held.items() if "active" in r and len(r) > 1]
-    if both:
-        p, t = both[0]
-        out.append(_counted(Violation("ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS",
-                                      f"{p!r} holds {t} as active and as a standby or warm-up"), len(both)))
-    twice = [(p, t) for p, held in roles.items() for t, r in held.items() if "active" not in r and len(r) > 1]
-    if twice:
-        p, t = twice[0]
-        out.append(_counted(Violation("STANDBY_TASK_ASSIGNED_MULTIPLE_TIMES",
-                                      f"{p!r} holds two standby or warm-up replicas of {t}"), len(twice)))
-    return out
-
-
-def _counted(v: Violation, n: int) -> Violation:
-    return v if n <= 1 else Violation(v.code, f"{v.message} (and {n - 1} more)")
-
-
 def validate_task_assignment(application_state: ApplicationState,
                              task_assignment: TaskAssignment | Iterable[KafkaStreamsAssignment]) -> AssignmentError:
     """KIP-924's check of a returned assignment, as Kafka's ``validateTaskAssignment``: the error or ``NONE``.
 
     Only KIP-924's own rules count (:func:`kip924_violations`); a client listed twice
     holding one task in two roles is ``ACTIVE_AND_STANDBY_TASK_ASSIGNED_TO_SAME_KAFKASTREAMS``.
-    The high-availability rules are :func:`stickyflow.streams_check.validate_streams`'s.
+    The high-availability rules are :func:`stickyflow.check.streams.validate_streams`'s.
     """
     snap = application_state.snapshot
     entries = [(a.process_id, a.to_client_assignment()) for a in task_assignment]
@@ -657,7 +566,7 @@ def finish_custom(snapshot: StreamsSnapshot, decision: Decision) -> Finished:
     Violations are KIP-924's errors (and the shapes an assignment cannot take),
     Kafka's own answer first. A valid answer is returned as it is, however it fares
     by the high-availability rules: ``metrics["broken_rules"]`` lists the codes of
-    those it breaks (``[]`` when none), in :data:`stickyflow.streams_check.ERROR_ORDER`.
+    those it breaks (``[]`` when none), in :data:`stickyflow.check.streams.ERROR_ORDER`.
     """
     snap = snapshot
     try:

@@ -34,6 +34,8 @@ __all__ = [
     "unregister_assignor",
     "get_assignor",
     "available_assignors",
+    "registered_assignor",
+    "registered_assignors",
     "KINDS",
 ]
 
@@ -112,12 +114,27 @@ def available_assignors(kind: str | None = None) -> list[str]:
     return sorted({n for (n, k) in _REGISTRY if kind is None or k == kind})
 
 
+def registered_assignor(name: str, kind: str) -> AssignorSpec | None:
+    """The spec registered as ``name`` for ``kind``, or None: unlike :func:`get_assignor`, no error and no
+    ``"module:function"`` import.
+
+    >>> registered_assignor("sticky", "consumer").name, registered_assignor("no-such", "consumer")
+    ('sticky', None)
+    """
+    return _REGISTRY.get((name, kind))
+
+
+def registered_assignors() -> list[AssignorSpec]:
+    """Every registration, by name, then kind."""
+    return [spec for _, spec in sorted(_REGISTRY.items())]
+
+
 def get_assignor(name: str, kind: str) -> AssignorSpec:
     """The spec of ``name`` for ``kind``; ``"module:function"`` names a custom assignor directly.
 
     Unknown names raise :class:`UnknownAssignorError` listing the known ones.
     """
-    spec = _REGISTRY.get((name, kind))
+    spec = registered_assignor(name, kind)
     if spec is not None:
         return spec
     if ":" in name:
@@ -138,21 +155,21 @@ def _builtin() -> None:
                       description="min-cost flow: most balanced, then fewest moves and cross-rack reads (proven)")
     register_assignor("optimal", "stickyflow.formulations.streams_opt:solve_streams", kinds=(s,), optimizing=True,
                       description="min-cost flow and CP-SAT under KIP-441's high-availability rules")
-    register_assignor("sticky", "stickyflow.sticky:assign_sticky", kinds=(c,),
+    register_assignor("sticky", "stickyflow.greedy.sticky:assign_sticky", kinds=(c,),
                       description="Kafka's sticky assignor (KIP-54, KIP-341, KIP-881; KAFKA-9987 for equal subscriptions)")
-    register_assignor("sticky", "stickyflow.streams_ha:assign_high_availability", kinds=(s,),
+    register_assignor("sticky", "stickyflow.greedy.streams_ha:assign_high_availability", kinds=(s,),
                       description="Kafka Streams' high-availability task assignor (KIP-441, KIP-708, KIP-925)")
-    register_assignor("range", "stickyflow.greedy_consumer:assign_range", kinds=(c,),
+    register_assignor("range", "stickyflow.greedy.range_roundrobin:assign_range", kinds=(c,),
                       description="Kafka's RangeAssignor (3.5+: KIP-881 racks, co-partitioning, static members first)")
-    register_assignor("roundrobin", "stickyflow.greedy_consumer:assign_roundrobin", kinds=(c,),
+    register_assignor("roundrobin", "stickyflow.greedy.range_roundrobin:assign_roundrobin", kinds=(c,),
                       description="Kafka's RoundRobinAssignor")
-    register_assignor("uniform", "stickyflow.uniform:assign_uniform", kinds=(c,),
+    register_assignor("uniform", "stickyflow.greedy.uniform:assign_uniform", kinds=(c,),
                       description="Kafka 4's server-side UniformAssignor (KIP-848; group coordinator)")
-    register_assignor("lpt", "stickyflow.load_greedy:assign_lpt", kinds=(c,),
+    register_assignor("lpt", "stickyflow.greedy.by_load:assign_lpt", kinds=(c,),
                       description="largest rate first, to the least utilized subscriber after taking it (not sticky)")
-    register_assignor("lag-based", "stickyflow.load_greedy:assign_lag_based", kinds=(c,),
+    register_assignor("lag-based", "stickyflow.greedy.by_load:assign_lag_based", kinds=(c,),
                       description="grantneale's LagBasedPartitionAssignor with rates for lags (per topic; not sticky)")
-    register_assignor("kip1071", "stickyflow.kip1071:assign_kip1071", kinds=(s,),
+    register_assignor("kip1071", "stickyflow.greedy.kip1071:assign_kip1071", kinds=(s,),
                       description="Kafka 4's server-side StickyTaskAssignor (KIP-1071; no warm-ups, reads no lags)")
 
 

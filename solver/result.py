@@ -72,7 +72,7 @@ class Decision:
     """An assignor's raw answer, before the front door checks and measures it.
 
     ``assignment`` is, for consumers, member id -> topic -> partitions; for
-    streams, process id -> :class:`stickyflow.streams.ClientAssignment`.
+    streams, process id -> :class:`stickyflow.model.streams.ClientAssignment`.
     ``status`` is ``"optimal"``, ``"feasible"`` or ``"heuristic"``.
     """
 
@@ -108,7 +108,7 @@ class AssignmentResult:
     it (a claimed partition waits until its claimants have revoked it) and ``to_json()``
     writes ``target`` too; with the eager protocol the two are the same. Both are
     read-only. A consumer answer that was checked as owner arrays (the optimizer's, and
-    any plain one) is an :class:`stickyflow.consumer_check.AnswerView`: its mapping is
+    any plain one) is an :class:`stickyflow.check.answer.AnswerView`: its mapping is
     built on the first look at it, and ``to_json()`` writes the lists from the arrays.
     """
 
@@ -133,7 +133,7 @@ class AssignmentResult:
     def to_json(self) -> dict[str, Any]:
         """The result as the spec's JSON object (plain dicts and lists)."""
         if self.kind == "consumer":
-            assignment = _lists(self.assignment)
+            assignment = consumer_lists(self.assignment)
         else:
             assignment = {c: a.to_json() for c, a in self.assignment.items()}
         out: dict[str, Any] = {
@@ -150,7 +150,7 @@ class AssignmentResult:
         }
         if self.protocol == "cooperative" and self.target is not None:
             # the whole decision; ``assignment`` is only this round's part of it (the spec's ``target``)
-            out["target"] = _lists(self.target)
+            out["target"] = consumer_lists(self.target)
         return out
 
 
@@ -171,9 +171,9 @@ class Finished:
     metrics: Mapping[str, Any]
 
 
-def _lists(mapping: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
+def consumer_lists(mapping: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
     """A consumer mapping (member id -> topic -> partitions) as the result JSON's dicts of lists; an
-    :class:`stickyflow.consumer_check.AnswerView` writes them straight from its arrays."""
+    :class:`stickyflow.check.answer.AnswerView` writes them straight from its arrays."""
     to_lists = getattr(mapping, "to_lists", None)
     if to_lists is not None:
         return to_lists()

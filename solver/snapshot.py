@@ -11,23 +11,23 @@ from __future__ import annotations
 import os
 from typing import Any, Union
 
-from . import _jsonio
-from ._check import Checker, missing_rule
-from .consumer import SNAPSHOT_FORMAT, ConsumerSnapshot, consumer_to_json, parse_consumer
-from .consumer_check import _gc_paused
+from .check.input import Checker, missing_rule
 from .errors import InvalidSnapshotError, Problem
+from .model import jsonio
+from .model.arrays import gc_paused
+from .model.consumer import SNAPSHOT_FORMAT, ConsumerSnapshot, consumer_to_json, parse_consumer
 
 __all__ = ["Snapshot", "parse_snapshot", "loads_snapshot", "load_snapshot", "as_snapshot", "snapshot_to_json",
            "dumps_result"]
 
-Snapshot = Union[ConsumerSnapshot, Any]  # Any: stickyflow.streams.StreamsSnapshot (imported lazily)
+Snapshot = Union[ConsumerSnapshot, Any]  # Any: stickyflow.model.streams.StreamsSnapshot (imported lazily)
 
 
 def parse_snapshot(doc: Any) -> Snapshot:
     """A snapshot of either kind from parsed JSON; :class:`InvalidSnapshotError` names the field on bad input."""
     if not isinstance(doc, dict):
         raise InvalidSnapshotError(Problem("snapshot", "must be a JSON object"))
-    with _gc_paused():
+    with gc_paused():
         return _parse(doc)
 
 
@@ -41,7 +41,7 @@ def _parse(doc: dict) -> Snapshot:
     if kind == "consumer":
         snap = parse_consumer(doc, chk)
     elif kind == "streams":
-        from .streams import parse_streams
+        from .model.streams import parse_streams
 
         snap = parse_streams(doc, chk)
     else:
@@ -53,9 +53,9 @@ def _parse(doc: dict) -> Snapshot:
 
 def loads_snapshot(text: bytes | str) -> Snapshot:
     """A snapshot from JSON text."""
-    with _gc_paused():  # JSON makes millions of lists and dicts, none in a cycle: collecting meanwhile only costs
+    with gc_paused():  # JSON makes millions of lists and dicts, none in a cycle: collecting meanwhile only costs
         try:
-            doc = _jsonio.loads(text)
+            doc = jsonio.loads(text)
         except ValueError as exc:
             raise InvalidSnapshotError(Problem("snapshot", f"is not valid JSON ({_short(exc)})")) from None
         return parse_snapshot(doc)
@@ -92,7 +92,7 @@ def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
     """The snapshot as the spec's JSON object."""
     if snap.kind == "consumer":
         return consumer_to_json(snap)
-    from .streams import streams_to_json
+    from .model.streams import streams_to_json
 
     return streams_to_json(snap)
 
@@ -100,7 +100,7 @@ def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
 def dumps_result(result: Any, *, indent: bool = True) -> bytes:
     """A result (or any JSON-able object) as UTF-8 JSON bytes."""
     obj = result.to_json() if hasattr(result, "to_json") else result
-    return _jsonio.dumps(obj, indent=indent)
+    return jsonio.dumps(obj, indent=indent)
 
 
 def _short(exc: Exception) -> str:

@@ -32,7 +32,7 @@ def check_result(snapshot, result: AssignmentResult, *, arrays: bool | None = No
         if arrays:
             violations, metrics = consumer_check_arrays(snapshot, result.target)
         else:
-            from stickyflow.consumer_check import inspect_consumer
+            from stickyflow.check.consumer import inspect_consumer
 
             violations, metrics = inspect_consumer(snapshot, result.target)
         assert not violations, violations
@@ -44,9 +44,9 @@ def check_result(snapshot, result: AssignmentResult, *, arrays: bool | None = No
         else:
             assert not result.revocations
     else:
-        from stickyflow.streams_check import validate_streams
+        from stickyflow.check.streams import validate_streams
 
-        from stickyflow.streams_check import streams_metrics
+        from stickyflow.check.streams import streams_metrics
 
         violations = validate_streams(snapshot, result.assignment,
                                       followup_rebalance_deadline_ms=result.followup_rebalance_deadline_ms)
@@ -67,7 +67,7 @@ def check_cooperative_round(snapshot, result: AssignmentResult) -> None:
     partitions, stale claims included) and is not assigned; a follow-up is due at ``now_ms`` exactly
     when something is revoked.
     """
-    from stickyflow.consumer import previous_owners
+    from stickyflow.model.consumer_claims import previous_owners
 
     prev = previous_owners(snapshot)
     index = snapshot.member_index()
@@ -162,7 +162,7 @@ class _Layout:
 
     def previous(self) -> np.ndarray:
         """The valid previous owner of every partition (KIP-341, as the library resolves it), -1: none."""
-        from stickyflow.consumer import previous_owners
+        from stickyflow.model.consumer_claims import previous_owners
 
         owner = previous_owners(self.snapshot).owner
         if not self.total:

@@ -223,7 +223,7 @@ class Group:
 
     def __init__(self, bootstrap: str, group_id: str, topics: Iterable[str], *, cooperative: bool = False,
                  session_timeout_ms: int = 3000, heartbeat_interval_ms: int = 300, max_seconds: float = 120,
-                 echo: bool = False):
+                 echo: bool = False, assignor_args: dict[str, Any] | None = None):
         self.bootstrap = bootstrap
         self.group_id = group_id
         self.topics = list(topics)
@@ -232,6 +232,7 @@ class Group:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_seconds = max_seconds
         self.echo = echo
+        self.assignor_args = dict(assignor_args or {})  # keyword arguments of every member's assignor
         self.procs: dict[str, subprocess.Popen] = {}
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []
@@ -248,6 +249,8 @@ class Group:
                "--heartbeat-interval-ms", str(self.heartbeat_interval_ms), "--max-seconds", str(self.max_seconds)]
         if self.cooperative:
             cmd.append("--cooperative")
+        if self.assignor_args:
+            cmd += ["--assignor-args", json.dumps(self.assignor_args)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=env, text=True, bufsize=1)
@@ -421,10 +424,11 @@ def _member_main(args) -> int:
              assignment={m: {t: list(p) for t, p in ts.items()} for m, ts in result.assignment.items()},
              target={m: {t: list(p) for t, p in ts.items()} for m, ts in (result.target or {}).items()},
              revocations={m: {t: list(p) for t, p in ts.items()} for m, ts in result.revocations.items()},
-             members=[m.id for m in snapshot.members])
+             members=[m.id for m in snapshot.members],
+             rates={t: topic.rates.tolist() for t, topic in snapshot.topics.items() if topic.rates is not None})
 
     cls = CooperativeOptimalAssignor if args.cooperative else OptimalAssignor
-    assignor = cls(on_result=on_result)
+    assignor = cls(on_result=on_result, **json.loads(args.assignor_args))
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
@@ -456,7 +460,7 @@ def _member_main(args) -> int:
     emit(ev="started")
     known_id = None
     while not closing.is_set() and time.monotonic() < deadline:
-        consumer.poll(timeout_ms=50)
+        assignor.observe(consumer.poll(timeout_ms=50))  # counted per partition: balance by load measures it
         generation = getattr(getattr(consumer, "_coordinator", None), "_generation", None)
         member_id = getattr(generation, "member_id", None)
         if member_id and member_id != known_id:
@@ -481,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--session-timeout-ms", type=int, default=3000)
     m.add_argument("--heartbeat-interval-ms", type=int, default=300)
     m.add_argument("--max-seconds", type=float, default=120)
+    m.add_argument("--assignor-args", default="{}", help="the assignor's keyword arguments, as JSON")
     args = p.parse_args(argv)
     return _member_main(args)
 

@@ -7,7 +7,8 @@
   wrapper), for small groups with integer rates and capacities: a formulation of its own (continuous peak
   variable, loads as linear expressions, overload by slack variables), sharing no code with the package.
 
-Both take the plain data (lists), not the package's problem object.
+Both take the plain data (lists), not the package's problem object. :func:`least_peak` is the least peak of
+equal members that read everything (the live tests' yardstick).
 """
 
 from __future__ import annotations
@@ -114,3 +115,26 @@ def mip(rates, allowed, capacity, owner, far, *, slack, capacity_given, noc=1, t
         ans = read()  # (read before the model changes again)
         s.Add(expr <= round(s.Objective().Value()) + 1e-6)
     return ans, u_star, measure(ans)[1:]
+
+
+def least_peak(rates: list[float], members: int) -> float:
+    """The least peak of any assignment of ``rates`` to ``members`` equal members (exact branch and bound)."""
+    rates = sorted(rates, reverse=True)
+    best = [sum(rates)]
+    loads = [0.0] * members
+
+    def place(i: int) -> None:
+        if i == len(rates):
+            best[0] = min(best[0], max(loads))
+            return
+        tried = set()
+        for m in range(members):
+            if loads[m] in tried or loads[m] + rates[i] >= best[0]:
+                continue
+            tried.add(loads[m])
+            loads[m] += rates[i]
+            place(i + 1)
+            loads[m] -= rates[i]
+
+    place(0)
+    return best[0]

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 from hypothesis import strategies as st
 
 import stickyflow
-from stickyflow.consumer import ConsumerSnapshot
+from stickyflow.model.consumer import ConsumerSnapshot
 
 __all__ = [
     "ConsumerShape",

@@ -21,9 +21,11 @@ import stickyflow
 from stickyflow.adapters.cli import main
 from stickyflow.adapters.bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
                                        streams_document)
-from stickyflow.consumer import ConsumerSnapshot, Member, Topic, previous_owners
-from stickyflow.consumer_check import (ArrayAssignment, _run_tuples, cooperative_split, inspect_consumer,
-                                       normalize_consumer_assignment)
+from stickyflow.check.answer import ArrayAssignment, run_tuples, normalize_consumer_assignment
+from stickyflow.check.consumer import inspect_consumer
+from stickyflow.check.cooperative import cooperative_split
+from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic
+from stickyflow.model.consumer_claims import previous_owners
 from tests.checker import check_result
 
 
@@ -261,7 +263,7 @@ def test_run_tuples_matches_slicing(seed):
         starts = ends - lengths
         part = rng.integers(0, 10**6, size=int(lengths.sum()))
         flat = part.tolist()
-        got = _run_tuples(part, starts, ends)
+        got = run_tuples(part, starts, ends)
         assert got == [tuple(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
         assert all(type(x) is int for t in got[:50] for x in t)
 

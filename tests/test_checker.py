@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 import stickyflow
-from stickyflow.consumer_check import inspect_consumer
+from stickyflow.check.consumer import inspect_consumer
 from tests.checker import check_cooperative_arrays, check_cooperative_round, check_result, consumer_check_arrays
 from tests.strategies import random_consumer_snapshot
 from tests.strategies_streams import random_messy_consumer_doc

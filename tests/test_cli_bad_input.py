@@ -72,6 +72,7 @@ CASES = {
     "report-pareto-seed": (["report", "{file}", "--pareto-seed", "x"], "option --pareto-seed: must be"),
     "report-ratios-text": (["report", "{file}", "--ratios", "0,ten"], "option --ratios: must be numbers >= 0"),
     "report-ratios-negative": (["report", "{file}", "--ratios", "-1"], "option --ratios: must be numbers >= 0"),
+    "report-load-slacks": (["report", "{file}", "--load-slacks", "0.1,x"], "option --load-slacks: must be numbers >= 0"),
     "report-pareto-assignors": (["report", "{file}", "-o", "{tmp}/r", "--pareto-assignors", "optimal,bogus"],
                                 "option --pareto-assignors: 'bogus'"),
     "report-time-limit": (["report", "{file}", "--time-limit", "0"], "option --time-limit: must be"),
@@ -159,6 +160,8 @@ CASES = {
     "capture-no-bootstrap": (["capture", "--all-groups"], "option --bootstrap: required"),
     "capture-timeout": (["capture", "--bootstrap", "127.0.0.1:9", "--all-groups", "--timeout", "soon"],
                         "option --timeout: "),
+    "capture-rates": (["capture", "--bootstrap", "127.0.0.1:9", "--all-groups", "--rates", "0"],
+                      "option --rates: must be a number of seconds > 0"),
 }
 
 

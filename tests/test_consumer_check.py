@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import stickyflow
+from stickyflow.check import answer as consumer_answer
+from stickyflow.check.consumer import inspect_consumer
 from stickyflow.datasets.generators import consumer_snapshot
-from stickyflow import consumer_check
-from stickyflow.consumer_check import inspect_consumer
 
 ALL_CODES = {"MISSING_MEMBER_ID", "UNKNOWN_MEMBER_ID", "UNKNOWN_TOPIC", "UNKNOWN_PARTITION", "UNSUBSCRIBED_TOPIC",
              "PARTITION_ASSIGNED_MULTIPLE_TIMES", "PARTITION_UNASSIGNED"}
@@ -175,11 +175,11 @@ def test_int_list_is_tolist_with_shared_ints(n, top):
     """The answer's partition numbers: the same list as ``tolist``; from half a million values below an
     eighth of their count, each number one shared int (equal values are the same object)."""
     values = 1000 + np.random.default_rng(n + top).integers(0, top, n)  # above Python's cached small ints
-    got = consumer_check._int_list(values)
+    got = consumer_answer._int_list(values)
     assert got == values.tolist() and all(type(v) is int for v in got[:100])
     first = {}
     shared = all(first.setdefault(v, v) is v for v in got)
-    assert shared == (n >= consumer_check._SHARED_INTS and 1000 + top <= n // 8)
+    assert shared == (n >= consumer_answer._SHARED_INTS and 1000 + top <= n // 8)
 
 
 @pytest.mark.parametrize("top, runs", [(3, 3_000), (200, 3_000), (5_000, 3_000), (200, 40_000), (40_000, 40_000)])
@@ -192,7 +192,7 @@ def test_run_tuples_are_the_runs_sliced(top, runs, seed):
     part = rng.integers(0, top, int(lengths.sum()))
     ends = np.cumsum(lengths)
     starts = ends - lengths
-    got = consumer_check._run_tuples(part, starts, ends)
+    got = consumer_answer.run_tuples(part, starts, ends)
     flat = part.tolist()
     assert got == [tuple(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
     assert all(type(v) is int for t in got[:50] for v in t)
@@ -209,11 +209,11 @@ def test_answer_view_reads_as_the_eager_mapping(scenario, protocol, seed, monkey
 
     doc = consumer_snapshot(scenario, partitions=300, members=7, topics=5, seed=seed, protocol=protocol)
     lazy = stickyflow.assign(doc, "optimal")
-    assert isinstance(lazy.target, consumer_check.AnswerView)
+    assert isinstance(lazy.target, consumer_answer.AnswerView)
     assert len(lazy.target) == len(doc["members"])  # answered without building anything
     json_first = lazy.to_json()  # from the arrays
     with monkeypatch.context() as m:  # the same call with the mapping built at once
-        m.setattr(consumer_check.AnswerView, "__init__", _built_at_once)
+        m.setattr(consumer_answer.AnswerView, "__init__", _built_at_once)
         eager = stickyflow.assign(doc, "optimal")
     assert list(lazy.target) == list(eager.target) == [m["id"] for m in doc["members"]]
     for mid in lazy.target:

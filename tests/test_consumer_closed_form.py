@@ -102,7 +102,7 @@ def test_closed_form_reads_claims_in_member_order_as_it_sorts_them(seed):
     the same partitions are kept and dealt as when it sorts."""
     import dataclasses
 
-    from stickyflow.consumer import remembered_claims
+    from stickyflow.model.consumer_claims import remembered_claims
 
     snap = stickyflow.parse_snapshot(random_consumer_doc(seed, equal_subscriptions=True, racks=False,
                                                          max_members=8, max_partitions=12))

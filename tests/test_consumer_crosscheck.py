@@ -29,8 +29,9 @@ from typing import Any
 import pytest
 
 import stickyflow
-from stickyflow.consumer import ConsumerSnapshot, previous_owners
-from stickyflow.consumer_check import inspect_consumer
+from stickyflow.check.consumer import inspect_consumer
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import previous_owners
 from stickyflow.registry import SolveOptions
 from tests.checker import check_result
 from tests.strategies import ConsumerShape, random_consumer_snapshot

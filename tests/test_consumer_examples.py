@@ -15,8 +15,8 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
-from stickyflow.consumer import previous_owners
-from stickyflow.consumer_check import inspect_consumer
+from stickyflow.check.consumer import inspect_consumer
+from stickyflow.model.consumer_claims import previous_owners
 from stickyflow.registry import available_assignors, get_assignor
 from tests.checker import check_result
 from tests.conftest import example_paths

@@ -21,9 +21,10 @@ from hypothesis import HealthCheck, assume, given, settings
 import stickyflow
 from stickyflow.adapters.peers import (PeerError, PeerInvalidError, PeerUnsupportedError, peer_names,
                                        run_peer)
-from stickyflow.consumer import ConsumerSnapshot, previous_owners
-from stickyflow.consumer_check import inspect_consumer
-from stickyflow.greedy_consumer import range_uses_racks
+from stickyflow.check.consumer import inspect_consumer
+from stickyflow.greedy.range_roundrobin import range_uses_racks
+from stickyflow.model.consumer import ConsumerSnapshot
+from stickyflow.model.consumer_claims import previous_owners
 from stickyflow.registry import available_assignors, get_assignor
 from tests.checker import check_result
 from tests.strategies import consumer_snapshots

@@ -9,7 +9,8 @@ import pytest
 
 import stickyflow
 from stickyflow import InvalidSnapshotError, parse_snapshot
-from stickyflow.consumer import consumer_to_json, previous_owners
+from stickyflow.model.consumer import consumer_to_json
+from stickyflow.model.consumer_claims import previous_owners
 from tests.checker import check_result
 from tests.conftest import example_paths
 
@@ -129,7 +130,7 @@ def test_custom_assignor_by_registration_and_by_path():
         assert r.metrics["imbalance"] == 4
     finally:
         stickyflow.unregister_assignor("last")
-    r = stickyflow.assign(consumer(), "stickyflow.greedy_consumer:assign_range")
+    r = stickyflow.assign(consumer(), "stickyflow.greedy.range_roundrobin:assign_range")
     assert r.solver.method == "range"
 
 
@@ -226,7 +227,7 @@ def test_owned_as_numpy_and_big_numbers_are_fine():
 def test_nonzero_pairs_is_numpys_nonzero(seed):
     """The flat-position helper gives what NumPy's 2-D nonzero gives (row-major, int64), on empty, full,
     transposed and sliced masks alike."""
-    from stickyflow._arrays import nonzero_pairs
+    from stickyflow.model.arrays import nonzero_pairs
 
     rng = np.random.default_rng(seed)
     shape = (int(rng.integers(0, 30)), int(rng.integers(0, 30)))

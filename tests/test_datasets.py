@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import stickyflow
-from stickyflow.consumer import previous_owners
 from stickyflow.datasets import (SCENARIOS, SUITES, bundled_path, consumer_snapshot, dataset_format, iter_suite,
                                  load_bundled, load_dataset, read_dataset, snapshot, streams_snapshot, suite,
                                  write_dataset)
+from stickyflow.model.consumer_claims import previous_owners
 
 from tests.checker import check_result
 

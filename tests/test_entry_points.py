@@ -11,7 +11,7 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.pandas import assignment_frame, snapshots_frame
-from stickyflow.streams_rank import rank, should_rebalance
+from stickyflow.greedy.streams_rank import rank, should_rebalance
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 STREAMS = EXAMPLES / "streams-scale-out.json"

@@ -293,7 +293,7 @@ def describing_broker():
         coordinator.stop()
 
 
-def _assignors():
+def range_assignors():
     """kafka-python's range assignor (version-0 subscriptions: no rack) and one that sends version 3 with a rack."""
     from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription
     from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -382,7 +382,7 @@ class Members:
             t.join(timeout=15)
 
 
-def _capture_cli(args, capsys):
+def capture_cli(args, capsys):
     from stickyflow.adapters.cli import main
 
     try:
@@ -398,7 +398,7 @@ def _capture_cli(args, capsys):
 def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
     """Three kafka-python consumers on three topics, one with a rack (a version-3 subscription); the snapshot
     holds every member's subscription, rack and exactly the partitions each consumer says it owns."""
-    Range, RackedRange = _assignors()
+    Range, RackedRange = range_assignors()
     subscriptions = {"c1": ["audit", "orders", "payments"], "c2": ["orders", "payments"],
                      "c3": ["audit", "orders", "payments"]}
     with Members(describing_broker.bootstrap, "capture-consumers") as group:
@@ -409,10 +409,10 @@ def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
         owned = group.wait_settled(sum(CAPTURE_TOPICS.values()))
         ids = {group.member_id(n): n for n in group.consumers}
         out = tmp_path / "group.json"
-        code, _, err = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", "capture-consumers",
+        code, _, err = capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", "capture-consumers",
                                      "--group", "no-such-group", "-o", str(out), "--solve"], capsys)
         every = tmp_path / "groups.jsonl"
-        all_code, _, all_err = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--all-groups",
+        all_code, _, all_err = capture_cli(["--bootstrap", describing_broker.bootstrap, "--all-groups",
                                              "-o", str(every)], capsys)
         assert group.owned() == owned  # nothing moved while we looked
     assert code == 0, err
@@ -440,11 +440,11 @@ def test_capture_a_live_consumer_group(describing_broker, tmp_path, capsys):
 @pytest.mark.xdist_group("kafka-live")
 def test_capture_without_member_bytes_is_a_clear_group_error(broker, capsys):
     """Plain Tansu (no proxy) returns no member metadata: the capture names the group and why, exit 1."""
-    Range, _ = _assignors()
+    Range, _ = range_assignors()
     with Members(broker.bootstrap, "capture-bare") as group:
         group.start("b1", list(TOPICS), Range)
         group.wait_settled(PARTITIONS)
-        code, out, err = _capture_cli(["--bootstrap", broker.bootstrap, "--group", "capture-bare"], capsys)
+        code, out, err = capture_cli(["--bootstrap", broker.bootstrap, "--group", "capture-bare"], capsys)
     assert code == 1 and out == ""
     assert "group 'capture-bare': the coordinator returned no subscription for 1 of 1 members" in err
 
@@ -519,9 +519,9 @@ def test_capture_a_live_streams_application(describing_broker, tmp_path, capsys)
         group.wait_settled(4)
         topology = tmp_path / "topology.txt"
         topology.write_text(STREAMS_TOPOLOGY)
-        code, out, err = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", APP,
+        code, out, err = capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", APP,
                                        "--topology", str(topology)], capsys)
-        relative = _capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", APP], capsys)
+        relative = capture_cli(["--bootstrap", describing_broker.bootstrap, "--group", APP], capsys)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["kind"] == "streams" and doc["id"] == APP

@@ -11,13 +11,14 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
+from stickyflow.check.streams import streams_metrics
+from stickyflow.check.streams_tables import rack_tables
 from stickyflow.kip924 import (ApplicationState, AssignedTask, AssignedTaskType, AssignmentError,
                                KafkaStreamsAssignment, RackAwareOptimizationParams, TaskAssignment, as_assignor,
                                default_standby_task_assignment, identity_assignment,
                                optimize_rack_aware_active_tasks, optimize_rack_aware_standby_tasks,
                                validate_task_assignment)
-from stickyflow.streams import parse_streams
-from stickyflow.streams_check import rack_tables, streams_metrics
+from stickyflow.model.streams import parse_streams
 from tests.test_streams_model import streams_examples
 from tests.test_streams_support import make_streams, random_streams
 
@@ -77,7 +78,7 @@ class StickyRackAssignor:
 
 def check_custom_result(snap, r) -> None:
     """A custom assignor's result: KIP-924-valid, measured like any other, every other broken rule in its metrics."""
-    from stickyflow.streams_check import validate_streams
+    from stickyflow.check.streams import validate_streams
 
     assert r.error == "NONE" and set(r.assignment) == {c.process_id for c in snap.clients}
     broken = {v.code for v in validate_streams(snap, r.assignment,
@@ -399,7 +400,7 @@ def test_a_plain_custom_function_is_held_to_kip924_only_and_builtins_to_every_ru
         stickyflow.unregister_assignor("lazy-streams")
     assert r.error == "NONE" and r.metrics["broken_rules"] == ["STANDBY_TASK_COUNT", "UNBALANCED_WITHOUT_FOLLOWUP"]
     # the same answer from a built-in assignor is refused: stickyflow's own meet every rule
-    import stickyflow.streams_ha as ha
+    import stickyflow.greedy.streams_ha as ha
 
     monkeypatch.setattr(ha, "assign_high_availability", lazy)
     with pytest.raises(stickyflow.InvalidAssignmentError) as info:

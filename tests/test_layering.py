@@ -1,4 +1,5 @@
-"""Imports flow one way: adapters -> formulations, datasets -> core; the core imports nothing heavy.
+"""Imports flow one way: adapters -> formulations, datasets -> core; the core imports nothing heavy. Rooms by
+role: no package folder over 15 modules, no module over 700 lines, no ``_private`` name imported across modules.
 
 import-linter cannot follow this layout (its subpackages live beside ``solver/``, mapped by
 ``package-dir``, so grimp does not see them under ``stickyflow``); this AST walk enforces the same contract.
@@ -15,6 +16,53 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "pyspark", "matplotlib", "kafka", "aiokafka", "pyarrow", "networkx", "ortools")
+MAX_MODULES = 15  # per package folder, its __init__ included
+MAX_LINES = 700   # per module
+
+# What still breaks the three room rules, in the folders whose restructuring is still to come (issue 38: the
+# formulations and the adapters get their own subpackages and splits). An entry leaves when its file is fixed
+# (test_allowlists_hold_only_what_still_fails says so); the lists end empty.
+_CROWDED_FOLDERS_ALLOWED = {
+    "adapters",  # 34 modules: cli_*, report_*, bench_*, compare, ... become subpackages
+}
+_BIG_MODULES_ALLOWED = {
+    "adapters/compare.py",            # parses sources, changes the registry, builds rows, runs both engines
+    "formulations/consumer_flow.py",  # the method dispatch, the model, the warm start and the flow
+    "formulations/streams_common.py",  # the streams model shared by flow and CP-SAT (704 lines after main's fixes)
+    "formulations/streams_cpsat.py",  # one model in data, variables, constraints, objective, solve, read sections
+    "formulations/streams_flow.py",   # three algorithms: actives, standbys, the pricing
+}
+_PRIVATE_IMPORTS_ALLOWED = {  # modules that import another module's _private name (all within adapters/)
+    "adapters/bench_goals.py",     # bench_measure._in_child, _measure; bench_suite._available, _fmt_s, _warm_up
+    "adapters/bench_output.py",    # bench_suite._fmt_s; report_base's plot helpers
+    "adapters/bench_suite.py",     # bench_measure._in_child, _measure, _one_run, _peer_module
+    "adapters/cli_bench.py",       # bench_measure._json_default
+    "adapters/cli_simulate.py",    # compare._warm_up
+    "adapters/compare.py",         # spark._ProgressWatcher, report_base._pandas, peers._kafka
+    "adapters/report.py",          # report_base's helpers, report_batch._ok, report_pareto._SCALE
+    "adapters/report_batch.py",    # report_base's helpers, report_pareto._SCALE
+    "adapters/report_pareto.py",   # report_base's helpers
+    "adapters/report_simulation.py",  # report_base's helpers
+    "adapters/report_study.py",    # report_base's helpers
+    "adapters/spark.py",           # pandas._assignor_list, _columns, _typed_frame
+}
+
+
+FOLDERS = {"solver": "stickyflow", "formulations": "stickyflow.formulations", "adapters": "stickyflow.adapters",
+           "datasets": "stickyflow.datasets"}
+
+
+def _module_name(path: Path) -> str:
+    """The dotted name a source file imports as: ``solver/greedy/sticky.py`` is ``stickyflow.greedy.sticky``."""
+    rel = path.relative_to(ROOT)
+    parts = [FOLDERS[rel.parts[0]], *rel.parts[1:-1]]
+    return ".".join(parts if path.stem == "__init__" else [*parts, path.stem])
+
+
+def _package(path: Path) -> str:
+    """The package a file's relative imports resolve against (a package's ``__init__`` is its own)."""
+    name = _module_name(path)
+    return name if path.stem == "__init__" else name.rpartition(".")[0]
 
 
 def _imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
@@ -25,40 +73,49 @@ def _imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: resolve against the package
-                pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
-                       "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
-                parts = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
-                base = ".".join(parts + ([base] if base else []))
-            found.append((base, node.lineno))
+            found.append((_absolute(node, path), node.lineno))
     return found
 
 
+def _absolute(node: ast.ImportFrom, path: Path) -> str:
+    """The absolute module name of a ``from ... import``, relative ones resolved against the file's package."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    parts = _package(path).split(".")
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join(parts + ([base] if base else []))
+
+
 def _files(folder: str) -> list[Path]:
-    return sorted((ROOT / folder).glob("*.py"))
+    """Every module of a folder, its subpackages' too."""
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
 # ``python -m stickyflow`` is a launcher for the command line, not part of the library: it alone may reach up
 _LAUNCHERS = ("__main__.py",)
 
 
-@pytest.mark.parametrize("path", [p for p in _files("solver") if p.name not in _LAUNCHERS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in _files("solver") if p.name not in _LAUNCHERS], ids=_rel)
 def test_core_never_imports_upper_layers(path):
     for name, line in _imports(path, top_level_only=False):
         assert not name.startswith(("stickyflow.formulations", "stickyflow.adapters", "stickyflow.datasets")), \
-            f"{path.name}:{line} imports {name}"
+            f"{_rel(path)}:{line} imports {name}"
         assert name.split(".")[0] not in ("pandas", "pyspark", "matplotlib", "kafka", "aiokafka"), \
-            f"{path.name}:{line} imports {name}"
+            f"{_rel(path)}:{line} imports {name}"
 
 
-@pytest.mark.parametrize("path", _files("solver"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _files("solver"), ids=_rel)
 def test_core_imports_nothing_heavy_at_import_time(path):
     for name, line in _imports(path, top_level_only=True):
-        assert name.split(".")[0] not in HEAVY, f"{path.name}:{line} imports {name} at import time"
+        assert name.split(".")[0] not in HEAVY, f"{_rel(path)}:{line} imports {name} at import time"
 
 
-@pytest.mark.parametrize("path", _files("formulations") + _files("datasets"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _files("formulations") + _files("datasets"), ids=_rel)
 def test_formulations_and_datasets_never_import_adapters(path):
     for name, line in _imports(path, top_level_only=False):
         assert not name.startswith("stickyflow.adapters"), f"{path}:{line} imports {name}"
@@ -69,12 +126,6 @@ def test_import_stickyflow_stays_light():
             "print(','.join(heavy))" % (HEAVY,))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import stickyflow pulled in: {out}"
-
-
-def _module_name(path: Path) -> str:
-    pkg = {"solver": "stickyflow", "formulations": "stickyflow.formulations",
-           "adapters": "stickyflow.adapters", "datasets": "stickyflow.datasets"}[path.parent.name]
-    return pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"
 
 
 def _import_graph(folders=("solver", "formulations")) -> dict[str, set[str]]:
@@ -93,7 +144,7 @@ def _import_graph(folders=("solver", "formulations")) -> dict[str, set[str]]:
     return graph
 
 
-@pytest.mark.parametrize("pair", [("stickyflow.streams_ha", "stickyflow.streams_learner"),
+@pytest.mark.parametrize("pair", [("stickyflow.greedy.streams_ha", "stickyflow.greedy.streams_learner"),
                                   ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_flow"),
                                   ("stickyflow.formulations.streams_opt", "stickyflow.formulations.streams_cpsat")])
 def test_no_import_circle_between(pair):
@@ -170,3 +221,81 @@ print("ok")
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- rooms by role
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(path: Path) -> list[str]:
+    """Where ``path`` takes a ``_private`` name of another of our modules: ``from m import _x`` (relative too),
+    ``from pkg import _mod``, ``import pkg._mod``, or anything from a ``_private`` module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(node, path)
+            if not base.startswith("stickyflow"):
+                continue
+            names = [a.name for a in node.names if _private(a.name)]
+            if names or any(_private(part) for part in base.split(".")):
+                found.append(f"{_rel(path)}:{node.lineno} from {base} import {', '.join(names) or '...'}")
+        elif isinstance(node, ast.Import):
+            found += [f"{_rel(path)}:{node.lineno} import {a.name}" for a in node.names
+                      if a.name.startswith("stickyflow") and any(_private(p) for p in a.name.split("."))]
+    return found
+
+
+def _package_folders() -> list[Path]:
+    return sorted({p.parent for f in FOLDERS for p in _files(f)})
+
+
+def _crowded(folder: Path) -> bool:
+    return len(list(folder.glob("*.py"))) > MAX_MODULES
+
+
+def _big(path: Path) -> bool:
+    return len(path.read_text().splitlines()) > MAX_LINES
+
+
+@pytest.mark.parametrize("path", [p for f in FOLDERS for p in _files(f)], ids=_rel)
+def test_no_module_imports_a_private_name_of_another(path):
+    """A helper two modules share has a public name in the module that owns it."""
+    if _rel(path) in _PRIVATE_IMPORTS_ALLOWED:
+        pytest.skip("allowed until its folder is restructured")
+    assert not _private_imports(path), "\n".join(_private_imports(path))
+
+
+@pytest.mark.parametrize("folder", _package_folders(), ids=_rel)
+def test_no_package_folder_holds_more_than_15_modules(folder):
+    if _rel(folder) in _CROWDED_FOLDERS_ALLOWED:
+        pytest.skip("allowed until it is restructured")
+    modules = sorted(p.name for p in folder.glob("*.py"))
+    assert len(modules) <= MAX_MODULES, f"{_rel(folder)} holds {len(modules)} modules: {', '.join(modules)}"
+
+
+@pytest.mark.parametrize("path", [p for f in FOLDERS for p in _files(f)], ids=_rel)
+def test_no_module_is_longer_than_700_lines(path):
+    if _rel(path) in _BIG_MODULES_ALLOWED:
+        pytest.skip("allowed until it is split")
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{_rel(path)} has {lines} lines: split it along its seams"
+
+
+def test_allowlists_hold_only_what_still_fails():
+    """An allowlisted file or folder that now keeps the rule leaves its list (the lists only shrink)."""
+    assert {f for f in _CROWDED_FOLDERS_ALLOWED if not _crowded(ROOT / f)} == set()
+    assert {f for f in _BIG_MODULES_ALLOWED if not _big(ROOT / f)} == set()
+    assert {f for f in _PRIVATE_IMPORTS_ALLOWED if not _private_imports(ROOT / f)} == set()
+
+
+def test_the_walk_sees_subpackages():
+    """The walk reaches modules in subpackages and names them as Python imports them."""
+    names = {_module_name(p) for f in FOLDERS for p in _files(f)}
+    assert {"stickyflow", "stickyflow.greedy", "stickyflow.greedy.sticky", "stickyflow.load",
+            "stickyflow.datasets.simulator", "stickyflow.datasets.simulator.run"} <= names
+    path = ROOT / "solver" / "greedy" / "sticky.py"
+    assert _package(path) == "stickyflow.greedy"
+    relative = ast.parse("from ..model.consumer import ConsumerSnapshot").body[0]
+    assert _absolute(relative, path) == "stickyflow.model.consumer"

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 
 import stickyflow
-from stickyflow import load_greedy
+from stickyflow.check.load import loads_known
 from stickyflow.datasets import consumer_snapshot, with_rates
+from stickyflow.greedy import by_load as load_greedy
 from stickyflow.load import load_model
-from stickyflow.load_check import loads_known
 from strategies import consumer_docs, random_consumer_doc
 from tests.checker import check_result
 from tests.test_load_metrics import least_peak

@@ -15,7 +15,7 @@ import pytest
 
 from stickyflow.formulations.load_flow import peak_bound
 from stickyflow.formulations.load_opt import optimize
-from stickyflow.load_problem import LoadProblem, measure, peak_limit_exact
+from stickyflow.load.problem import LoadProblem, measure, peak_limit_exact
 from stickyflow.registry import SolveOptions
 
 from tests.load_reference import brute_force, mip

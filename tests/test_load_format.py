@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 
 import stickyflow
-from stickyflow.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from stickyflow.errors import InvalidSnapshotError
+from stickyflow.model.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic
 from strategies import consumer_docs
 
 EXAMPLE = Path(__file__).resolve().parent.parent.parent / "shared" / "examples" / "consumer-load-hot-partition.json"

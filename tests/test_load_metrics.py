@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import stickyflow
-from stickyflow.consumer_check import inspect_consumer
-from stickyflow.load_check import LOAD_METRICS, cheap_peak_bound, loads_known
+from stickyflow.check.consumer import inspect_consumer
+from stickyflow.check.load import LOAD_METRICS, cheap_peak_bound, loads_known
 from strategies import random_consumer_doc
 from tests.checker import check_result
 
@@ -132,8 +132,8 @@ def test_each_part_of_the_cheap_bound(topics, members, bound):
 
 def least_peak(snap) -> float:
     """The least possible peak utilization, by exhaustive search (branch and bound, largest rates first)."""
+    from stickyflow.check.load import active_members
     from stickyflow.load import load_model
-    from stickyflow.load_check import active_members
 
     model = load_model(snap)
     subs = snap.subscribers()

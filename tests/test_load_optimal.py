@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import stickyflow
+from stickyflow.check.load import cheap_peak_bound
 from stickyflow.datasets.generators import consumer_snapshot
 from stickyflow.datasets.rates import with_rates
-from stickyflow.load_check import cheap_peak_bound
 from tests.checker import check_result
 
 HOT = Path(__file__).resolve().parent.parent / "examples" / "consumer-load-hot-partition.json"

@@ -12,8 +12,8 @@ import pytest
 
 from stickyflow.formulations.load_flow import fractional_bound, peak_bound
 from stickyflow.formulations.load_opt import optimize
-from stickyflow.load_plan import sticky_plan
-from stickyflow.load_problem import LoadProblem, measure, partition_bound, peak_limit, per_partition_best
+from stickyflow.load.plan import sticky_plan
+from stickyflow.load.problem import LoadProblem, measure, partition_bound, peak_limit, per_partition_best
 from stickyflow.registry import SolveOptions
 
 

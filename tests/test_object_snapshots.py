@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
-from stickyflow.consumer import ConsumerConfig, ConsumerSnapshot, Member, Topic, consumer_to_json, parse_consumer
 from stickyflow.errors import InvalidSnapshotError
+from stickyflow.model.consumer import (ConsumerConfig, ConsumerSnapshot, Member, Topic, consumer_to_json,
+                                       parse_consumer)
+from stickyflow.model.streams import Client, StreamsConfig, StreamsSnapshot, Task, TopicPartitionRef
 from stickyflow.registry import register_assignor, unregister_assignor
 from stickyflow.result import Decision
-from stickyflow.streams import Client, StreamsConfig, StreamsSnapshot, Task, TopicPartitionRef
 
 ORDERS = Topic(name="orders", partitions=3)
 
@@ -126,8 +127,9 @@ def test_streams_objects_accept_lists_and_solve():
 
 from hypothesis import given, settings  # noqa: E402
 
-from stickyflow._check import Checker  # noqa: E402
-from stickyflow.consumer import _FlatClaims, _members_one_by_one, _well_formed_members  # noqa: E402
+from stickyflow.check.input import Checker  # noqa: E402
+from stickyflow.model.consumer_members import FlatClaims
+from stickyflow.model.consumer_members import _members_one_by_one, _well_formed_members  # noqa: E402
 from strategies import consumer_docs  # noqa: E402
 
 
@@ -155,7 +157,7 @@ def test_the_fast_member_reader_equals_the_one_by_one_reader(doc):
         assert f.owned.get("no such topic") is None and "no such topic" not in f.owned
     # the claims the fast reader leaves flat are those of the members it built
     if claims is not None:
-        again = _FlatClaims.of(slow)
+        again = FlatClaims.of(slow)
         assert claims.topics == again.topics
         for field in ("per_member", "lens", "parts"):
             assert getattr(claims, field).tolist() == getattr(again, field).tolist()
@@ -235,7 +237,7 @@ def test_who_reads_what_is_the_same_dense_and_sparse(seed, monkeypatch):
     import numpy as np
 
     import stickyflow
-    from stickyflow import consumer as consumer_module
+    from stickyflow.model import consumer as consumer_module
 
     rng = random.Random(seed)
     topics = {f"t{j}": {"partitions": 1} for j in range(rng.randint(1, 12))}
@@ -365,7 +367,7 @@ def test_generations_below_int64_read_as_unknown_in_bulk():
 def test_plain_topics_read_in_bulk_as_one_by_one(topics, monkeypatch):
     """Topics that are just a partition count are built in bulk; the snapshot, its warnings and its errors are
     those of the topic-by-topic reader, for plain topics and for anything else."""
-    from stickyflow import consumer
+    from stickyflow.model import consumer_members
 
     doc = {"format": "stickyflow.snapshot/1", "kind": "consumer", "topics": topics,
            "members": [{"id": "m", "subscription": sorted(topics)}]}
@@ -378,5 +380,5 @@ def test_plain_topics_read_in_bulk_as_one_by_one(topics, monkeypatch):
         return dict(snap.topics), snap.warnings
 
     fast = read()
-    monkeypatch.setattr(consumer, "_plain_topics", lambda raw: None)
+    monkeypatch.setattr(consumer_members, "_plain_topics", lambda raw: None)
     assert fast == read()

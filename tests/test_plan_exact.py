@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stickyflow.check.plan import check_plan, plan_measures
 from stickyflow.errors import InvalidAssignmentError, InvalidSnapshotError
-from stickyflow.plan_bounds import count_bound, l2_bound
-from stickyflow.plan_check import check_plan, plan_measures
-from stickyflow.plan_problem import PlanProblem, scaled_weights
-from stickyflow.planner import solve_plan
+from stickyflow.planning.bounds import count_bound, l2_bound
+from stickyflow.planning.planner import solve_plan
+from stickyflow.planning.problem import PlanProblem, scaled_weights
 
 
 def brute_force(p: PlanProblem) -> tuple[int, int, int]:
@@ -111,7 +111,7 @@ def test_the_check_names_every_broken_rule():
 
 def test_a_broken_exact_answer_falls_back_and_says_why(monkeypatch):
     import stickyflow.formulations.plan_cpsat as exact
-    from stickyflow.plan_methods import PlanDecision
+    from stickyflow.planning.methods import PlanDecision
 
     monkeypatch.setattr(exact, "solve_plan_exact",
                         lambda problem, weights, options: PlanDecision(slots=np.zeros(problem.n, dtype=np.int64),
@@ -145,7 +145,7 @@ def test_edge_sizes():
 def test_no_method_beats_the_exact_plan_on_medium_groups(seed):
     # a member-count rule broken by partitions of rate 0 once let the exact model keep them at stopped
     # members: the latency-aware search then found less moved load than "optimal"; no method may
-    from stickyflow.plan_methods import HEURISTICS, plan_key
+    from stickyflow.planning.methods import HEURISTICS, plan_key
 
     rng = np.random.default_rng(seed)
     for _ in range(4):

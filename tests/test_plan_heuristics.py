@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stickyflow.plan_check import check_plan, plan_measures
-from stickyflow.plan_methods import HEURISTICS, run_heuristic
-from stickyflow.plan_problem import PlanProblem, scaled_weights
+from stickyflow.check.plan import check_plan, plan_measures
+from stickyflow.planning.methods import HEURISTICS, run_heuristic
+from stickyflow.planning.problem import PlanProblem, scaled_weights
 
 A, B, C, D = 0, 1, 2, 3
 NEW = 4  # instance ONE has 3 members: its first new member is slot 3; TWO has 4: slot 4
@@ -112,7 +112,7 @@ def test_least_loaded_thresholds_hold_a_group_at_its_size():
     # 3 x 30 fit 1 member at 100% of 100, but not at 85%: a group of two keeps both members
     p = PlanProblem.from_arrays([30, 30, 30], 100, owner=[0, 0, 1], members=["a", "b"])
     w = scaled_weights(p.rates, p.capacity)
-    from stickyflow.plan_leastloaded import least_loaded
+    from stickyflow.planning.leastloaded import least_loaded
 
     assert len(np.unique(least_loaded(p, w, up=1.0, down=0.85))) == 2
     assert len(np.unique(least_loaded(p, w, up=1.0, down=1.0))) == 1

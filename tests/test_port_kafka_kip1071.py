@@ -298,18 +298,18 @@ def test_kip1071_results_are_checked_but_not_held_to_the_rules_kafka_4_does_not_
         t["end_offset_sum"] = 10**6  # b, with no state, is far behind
     act, _ = _solve(doc)
     assert len(act["a"]) == len(act["b"]) == 1
-    from stickyflow.kip1071 import assign_kip1071
+    from stickyflow.check.streams import validate_streams
+    from stickyflow.greedy.kip1071 import assign_kip1071
     from stickyflow.snapshot import as_snapshot
-    from stickyflow.streams_check import validate_streams
 
     snap = as_snapshot(doc)
     d = assign_kip1071(snap)
     codes = {v.code for v in validate_streams(snap, d.assignment, followup_rebalance_deadline_ms=None)}
     assert codes == {"ACTIVE_TASK_NOT_CAUGHT_UP"}
     # an assignor may not waive KIP-924's own rules: a task active twice is still refused
+    from stickyflow.check.streams import finish_streams
+    from stickyflow.model.streams import ClientAssignment
     from stickyflow.result import Decision
-    from stickyflow.streams import ClientAssignment
-    from stickyflow.streams_check import finish_streams
 
     bad = Decision(assignment={"a": ClientAssignment.of(["0_0", "0_1"], [], ()), "b": ClientAssignment.of(["0_0"], [], ())},
                    method="kip1071", status="heuristic",

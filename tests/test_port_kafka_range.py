@@ -24,9 +24,9 @@ import random
 import pytest
 
 import stickyflow
-from stickyflow.consumer import Member
-from stickyflow.consumer_check import consumer_metrics
-from stickyflow.greedy_consumer import kafka_member_order, range_needs_racks, range_uses_racks
+from stickyflow.check.consumer import consumer_metrics
+from stickyflow.greedy.range_roundrobin import kafka_member_order, range_needs_racks, range_uses_racks
+from stickyflow.model.consumer import Member
 from tests.checker import check_result
 
 ALL_RACKS = "abcdef"

@@ -48,9 +48,10 @@ from typing import Callable
 import pytest
 
 import stickyflow
-from stickyflow.consumer import ConsumerSnapshot
-from stickyflow.consumer_check import consumer_metrics, cooperative_split, validate_consumer
-from stickyflow.sticky import assign_sticky
+from stickyflow.check.consumer import consumer_metrics, validate_consumer
+from stickyflow.check.cooperative import cooperative_split
+from stickyflow.greedy.sticky import assign_sticky
+from stickyflow.model.consumer import ConsumerSnapshot
 from checker import check_result
 
 ASSIGNORS = ("sticky", "optimal")
@@ -125,7 +126,7 @@ def fully_balanced(layout: Layout) -> bool:
 
 def moves_without_cycles(snap: ConsumerSnapshot, layout: Layout) -> bool:
     """Kafka's ``isSticky()``: per topic, the moves (valid previous owner -> new owner) form no cycle."""
-    from stickyflow.consumer import previous_owners
+    from stickyflow.model.consumer_claims import previous_owners
 
     prev = previous_owners(snap)
     ids = [m.id for m in snap.members]

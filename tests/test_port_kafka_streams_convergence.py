@@ -28,7 +28,7 @@ import random
 import pytest
 
 import stickyflow
-from stickyflow.streams_check import streams_metrics
+from stickyflow.check.streams import streams_metrics
 from tests.test_port_kafka_streams_util import (MODEL_REWORK, balanced_active, balanced_stateful, balanced_tasks,
                                                 kafka_valid, subtopology_skew)
 

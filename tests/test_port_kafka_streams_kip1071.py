@@ -354,7 +354,7 @@ OPTIMAL_XFAIL: dict[str, str] = {}
 
 def _solve(d, assignor):
     """``optimal``: the one checker (every rule). ``kip1071`` keeps none of KIP-441's three high-availability
-    rules by design (see ``stickyflow.kip1071``): KIP-924's validation, every task active once, the standbys."""
+    rules by design (see ``stickyflow.greedy.kip1071``): KIP-924's validation, every task active once, the standbys."""
     if assignor != "kip1071":
         return solve(d, assignor)
     snap = stickyflow.parse_snapshot(d)

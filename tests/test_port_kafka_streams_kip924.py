@@ -111,7 +111,7 @@ def test_kafka_TaskAssignmentUtilsTest_shouldOptimizeStandbyTasksBasic_as_a_snap
     their racks) costs 202 by the spec's cost, but it is not **Balanced**: two actives on a two-thread client
     while the others hold none (2 > 2 x 0 + 1), though per thread they differ by 1. ``optimal`` spreads the
     actives, Balanced, at the same 202."""
-    from stickyflow.streams_check import streams_metrics
+    from stickyflow.check.streams import streams_metrics
 
     tasks = [{"id": t, "stateful": True, "end_offset_sum": 0, **{
         f"{k}_partitions": [{"topic": "test-topic-0", "partition": int(t[2]), "racks": [r]}]

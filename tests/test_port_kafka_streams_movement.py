@@ -5,7 +5,7 @@ input (each client already holds its target actives), and the test checks how ma
 movements it makes, where each active ends up and which clients get warm-ups. Two
 forms here:
 
-* the unit, against :func:`stickyflow.streams_ha.move_actives` with the same
+* the unit, against :func:`stickyflow.greedy.streams_ha.move_actives` with the same
   target set by hand (every Kafka scenario, the warm-up budget of 0 included);
 * the whole assignor on the snapshot the scenario describes, where our target is
   Kafka's (three tasks dealt over three clients): ``sticky`` must end as Kafka's
@@ -26,8 +26,8 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
-from stickyflow.streams_common import HAState
-from stickyflow.streams_ha import move_actives
+from stickyflow.greedy.streams_ha import move_actives
+from stickyflow.greedy.streams_state import HAState
 from tests.test_port_kafka_streams_util import client, converge, pid, solve, streams_doc, unstable
 
 THREE = ["0_0", "0_1", "0_2"]

@@ -6,7 +6,7 @@ input partition on two of them), processes on racks, actives placed by hand, the
 (stateless), under ``min_traffic`` and ``balance_subtopology``. The checks are the
 cost before and after and where each task ends. Here the same cluster is a
 snapshot (each task's input partition with its two racks, each client with its
-rack) and the unit is :func:`stickyflow.streams_rack.optimize_active_tasks`, the
+rack) and the unit is :func:`stickyflow.greedy.streams_rack.optimize_active_tasks`, the
 flow the ``sticky`` assignor runs; the cost is KIP-925's, computed from the
 snapshot. The random-cluster tests run on our seeded generator with racks.
 
@@ -39,8 +39,8 @@ import numpy as np
 import pytest
 
 import stickyflow
-from stickyflow.streams_check import rack_tables
-from stickyflow.streams_rack import optimize_active_tasks, optimize_standby_tasks
+from stickyflow.check.streams_tables import rack_tables
+from stickyflow.greedy.streams_rack import optimize_active_tasks, optimize_standby_tasks
 from tests.test_port_kafka_streams_util import balanced_tasks, subtopology_skew
 from tests.test_streams_support import make_streams
 
@@ -169,7 +169,7 @@ def test_kafka_RackAwareTaskAssignorTest_shouldOptimizeRandomActive(stateful, st
     if strategy == "balance_subtopology":
         from types import SimpleNamespace
 
-        from stickyflow.streams import ClientAssignment
+        from stickyflow.model.streams import ClientAssignment
 
         ids = snap.index.task_ids
         r = SimpleNamespace(assignment={c.process_id: ClientAssignment.of(

@@ -5,7 +5,7 @@ every client's capacity is its thread count, and the test checks how many standb
 each client gets and which sets of clients may hold a task's standbys (those that
 spread the task's replicas over the most tag values). Here:
 
-* the unit: :func:`stickyflow.streams_common.assign_standbys` on the same actives
+* the unit: :func:`stickyflow.greedy.streams_state.assign_standbys` on the same actives
   (tags as the spreading keys), checked against Kafka's counts and allowed sets;
 * the snapshot: the same clients, the actives as previous actives (caught up), run
   through ``sticky`` and ``optimal``; the checker enforces the spec's tag rule
@@ -30,8 +30,8 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
-from stickyflow.streams_check import RACK_KEY, tag_combinations
-from stickyflow.streams_common import HAState, assign_standbys
+from stickyflow.check.streams_tables import RACK_KEY, tag_combinations
+from stickyflow.greedy.streams_state import HAState, assign_standbys
 from tests.test_port_kafka_streams_util import client, pid, solve, streams_doc
 
 Z, K = "zone", "cluster"

@@ -189,7 +189,7 @@ def _result(assignment: dict[str, dict[str, list[str]]]):
     """A stand-in result holding ``assignment`` (process id -> roles) for the checks above."""
     from types import SimpleNamespace
 
-    from stickyflow.streams import ClientAssignment
+    from stickyflow.model.streams import ClientAssignment
 
     return SimpleNamespace(assignment={p: ClientAssignment.of(r.get("active", ()), r.get("standby", ()),
                                                               r.get("warmup", ())) for p, r in assignment.items()},

@@ -182,8 +182,8 @@ def test_kafka_UniformHeterogeneousAssignmentBuilderTest(name, topics, members, 
 def test_uniform_picks_the_builder_by_subscriptions_and_reports_it():
     same = _snap({T1: 4}, {"A": ([T1], {}), "B": ([T1], {})})
     mixed = _snap({T1: 4, T2: 2}, {"A": ([T1], {}), "B": ([T1, T2], {})})
+    from stickyflow.greedy.uniform import assign_uniform
     from stickyflow.snapshot import as_snapshot
-    from stickyflow.uniform import assign_uniform
 
     assert assign_uniform(as_snapshot(same)).extra["builder"] == "homogeneous"
     assert assign_uniform(as_snapshot(mixed)).extra["builder"] == "heterogeneous"

@@ -167,9 +167,9 @@ def _withheld(snap, doc: dict) -> dict:
 def check_written_result(snap, doc: dict, row) -> None:
     """``doc``, a result JSON a Spark worker wrote, is a valid answer for ``snap``, judged from the JSON alone;
     its row's columns agree with it; and it is the checked result of the same (deterministic) solve here."""
-    from stickyflow.consumer import previous_owners
-    from stickyflow.consumer_check import inspect_consumer
-    from stickyflow.streams_check import streams_metrics, validate_streams
+    from stickyflow.check.consumer import inspect_consumer
+    from stickyflow.check.streams import streams_metrics, validate_streams
+    from stickyflow.model.consumer_claims import previous_owners
     from tests.checker import check_result
 
     assert doc["format"] == "stickyflow.result/1" and doc["error"] == "NONE"

@@ -1,4 +1,4 @@
-"""Kafka's sticky assignor (``stickyflow.sticky``): Kafka's test scenarios, properties, and kafka-python as a peer.
+"""Kafka's sticky assignor (``stickyflow.greedy.sticky``): Kafka's test scenarios, properties, and kafka-python as a peer.
 
 The scenarios follow the situations Kafka's ``AbstractStickyAssignorTest`` and
 the KIP-54 / KIP-341 / KIP-881 pages walk through; the checks are ours. Every
@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 import stickyflow
-from stickyflow.consumer import ConsumerSnapshot, Member, Topic, previous_owners
-from stickyflow.sticky import assign_sticky
+from stickyflow.greedy.sticky import assign_sticky
+from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic
+from stickyflow.model.consumer_claims import previous_owners
 from tests.checker import check_result
 from tests.strategies import ConsumerShape, random_consumer_snapshot
 
@@ -362,7 +363,7 @@ def test_builder_choice():
 def test_quick_balance_check_moves_exactly_as_kafkas_full_check(seed):
     # the balancing loop stops sweeping on "loads within one" only; Kafka also stops when no member
     # could take a partition from one two heavier. Running with Kafka's full check must change nothing.
-    from stickyflow import sticky as impl
+    from stickyflow.greedy import sticky as impl
 
     class FullCheck(impl._General):
         def _within_one(self) -> bool:
@@ -383,7 +384,7 @@ def test_quick_balance_check_moves_exactly_as_kafkas_full_check(seed):
                                                            max_partitions=12))
         if not snap.members:
             continue
-        st = impl._Group.build(snap)
+        st = impl.Group.build(snap)
         assert np.array_equal(impl._General(st, snap).run(), FullCheck(st, snap).run())
         checked += 1
     assert checked > 100
@@ -391,9 +392,9 @@ def test_quick_balance_check_moves_exactly_as_kafkas_full_check(seed):
 
 def _constrained_one_by_one(snap: ConsumerSnapshot) -> np.ndarray:
     """The constrained builder without racks, one partition at a time, as Kafka's code reads."""
-    from stickyflow import sticky as impl
+    from stickyflow.greedy import sticky as impl
 
-    st = impl._Group.build(snap)
+    st = impl.Group.build(snap)
     n, P = st.n, st.P
     min_q, expected = divmod(P, n)
     max_q = min_q + (1 if expected else 0)
@@ -437,7 +438,7 @@ def _constrained_one_by_one(snap: ConsumerSnapshot) -> np.ndarray:
 
 
 def test_bulk_round_robin_matches_one_by_one(seed):
-    from stickyflow import sticky as impl
+    from stickyflow.greedy import sticky as impl
 
     rng = random.Random(seed)
     for _ in range(200):
@@ -445,12 +446,12 @@ def test_bulk_round_robin_matches_one_by_one(seed):
                                                            max_members=9, max_partitions=14))
         if not snap.members:
             continue
-        st = impl._Group.build(snap)
+        st = impl.Group.build(snap)
         assert np.array_equal(impl._constrained(st), _constrained_one_by_one(snap))
 
 
 def test_bulk_least_loaded_matches_one_by_one(seed):
-    from stickyflow.sticky import _water_fill
+    from stickyflow.greedy.sticky import _water_fill
 
     rng = np.random.default_rng(seed)
     for _ in range(300):
@@ -597,7 +598,7 @@ def _kafka_python_sticky(snap):
 
 
 def test_against_kafka_python_equal_subscriptions(seed):
-    from stickyflow.consumer_check import consumer_metrics
+    from stickyflow.check.consumer import consumer_metrics
 
     rng = random.Random(seed)
     shape = ConsumerShape(equal_subscriptions=True, racks=False, max_members=8, max_partitions=12)
@@ -682,7 +683,7 @@ def _timed(fn):
 
 def benchmark(big: bool = True) -> None:
     """Print ours vs kafka-python at 10,000 x 100 (10% new members), and ours at 1,000,000 x 2,000."""
-    from stickyflow.consumer_check import consumer_metrics
+    from stickyflow.check.consumer import consumer_metrics
 
     try:
         from stickyflow.adapters.peers import run_peer

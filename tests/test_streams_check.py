@@ -7,10 +7,10 @@ import copy
 import pytest
 
 import stickyflow
-from stickyflow.result import Decision
-from stickyflow.streams import parse_streams
-from stickyflow.streams_check import (ERROR_ORDER, KIP924_ERRORS, assignment_error, finish_streams,
+from stickyflow.check.streams import (ERROR_ORDER, KIP924_ERRORS, assignment_error, finish_streams,
                                       normalize_streams_assignment, streams_metrics, validate_streams)
+from stickyflow.model.streams import parse_streams
+from stickyflow.result import Decision
 
 DOC = {
     "format": "stickyflow.snapshot/1", "kind": "streams", "now_ms": 1000,

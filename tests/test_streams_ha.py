@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 import stickyflow
-import stickyflow.streams_rack
+import stickyflow.greedy.streams_rack
 from stickyflow.adapters.cli import main
-from stickyflow.streams import parse_streams, streams_to_json
-from stickyflow.streams_check import rack_tables, streams_metrics, validate_streams
-from stickyflow.streams_ha import HAState, assign_high_availability, balanced_target, water_fill
-from stickyflow.streams_rack import optimize_active_tasks, optimize_standby_tasks, subtopology_of
+from stickyflow.check.streams import streams_metrics, validate_streams
+from stickyflow.check.streams_tables import rack_tables
+from stickyflow.greedy.streams_ha import HAState, assign_high_availability, balanced_target, water_fill
+from stickyflow.greedy.streams_rack import optimize_active_tasks, optimize_standby_tasks, subtopology_of
+from stickyflow.model.streams import parse_streams, streams_to_json
 from tests.checker import check_result
 from tests.test_streams_model import streams_examples
 from tests.test_streams_support import (SCENARIOS, make_streams, next_round, random_streams, resolve_until_stable,
@@ -296,8 +297,8 @@ def test_the_greedy_passes_kafkas_rack_costs_to_the_optimizer(monkeypatch, traff
         calls.append(("standby", traffic_cost, non_overlap_cost, None))
         return None
 
-    monkeypatch.setattr(stickyflow.streams_rack, "optimize_active_tasks", record_active)
-    monkeypatch.setattr(stickyflow.streams_rack, "optimize_standby_tasks", record_standby)
+    monkeypatch.setattr(stickyflow.greedy.streams_rack, "optimize_active_tasks", record_active)
+    monkeypatch.setattr(stickyflow.greedy.streams_rack, "optimize_standby_tasks", record_standby)
     doc = make_streams(np.random.default_rng(11), "steady", tasks=12, clients=3, subtopologies=2,
                        stateful_fraction=0.5, standbys=1, racks=3, strategy="balance_subtopology")
     doc["config"].update(rack_aware_assignment_traffic_cost=traffic, rack_aware_assignment_non_overlap_cost=overlap)
@@ -484,15 +485,15 @@ def test_speed_10000_tasks_1000_clients():
 
 
 def test_the_greedy_streams_modules_import_no_circle():
-    """streams_ha and streams_learner share streams_common; the learner never imports the high-availability module."""
+    """streams_ha and streams_learner share streams_state; the learner never imports the high-availability module."""
     import ast
     from pathlib import Path
 
-    solver = Path(stickyflow.__file__).parent
+    greedy = Path(stickyflow.__file__).parent / "greedy"
 
     def imports(name):
-        tree = ast.parse((solver / f"{name}.py").read_text())
+        tree = ast.parse((greedy / f"{name}.py").read_text())
         return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
 
-    assert "streams_ha" not in imports("streams_learner") and "streams_ha" not in imports("streams_common")
-    assert "streams_learner" not in imports("streams_common")
+    assert "streams_ha" not in imports("streams_learner") and "streams_ha" not in imports("streams_state")
+    assert "streams_learner" not in imports("streams_state")

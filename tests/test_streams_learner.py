@@ -8,8 +8,8 @@ import random
 import numpy as np
 
 import stickyflow
-from stickyflow.streams import parse_streams, streams_to_json
-from stickyflow.streams_learner import assign_learner
+from stickyflow.greedy.streams_learner import assign_learner
+from stickyflow.model.streams import parse_streams, streams_to_json
 from tests.checker import check_result
 from tests.test_streams_model import streams_examples
 from tests.test_streams_support import make_streams, next_round, random_streams, resolve_until_stable

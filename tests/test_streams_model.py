@@ -9,9 +9,9 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
-from stickyflow.streams import (ClientAssignment, StreamsConfig, parse_streams, parse_task_id, streams_to_json,
-                                task_key)
-from stickyflow.streams_rank import rank
+from stickyflow.greedy.streams_rank import rank
+from stickyflow.model.streams import (ClientAssignment, StreamsConfig, parse_streams, parse_task_id, streams_to_json,
+                                      task_key)
 from tests.conftest import example_paths
 
 BASE = {
@@ -281,8 +281,8 @@ def test_empty_application_is_fine():
     assert r.to_json()["assignment"] == {} and r.followup_rebalance_deadline_ms is None
 
 
-@pytest.mark.parametrize("module", ["streams", "streams_check", "streams_ha", "streams_rank", "streams_learner",
-                                    "streams_rack", "kip924"])
+@pytest.mark.parametrize("module", ["model.streams", "check.streams", "greedy.streams_ha", "greedy.streams_rank",
+                                    "greedy.streams_learner", "greedy.streams_rack", "kip924"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import stickyflow
+from stickyflow.check.streams import balance_excess, streams_metrics
 from stickyflow.datasets.generators import streams_snapshot
 from stickyflow.datasets.simulator import Scenario, simulate
 from stickyflow.formulations import streams_flow
 from stickyflow.formulations.streams_common import converged_standbys
 from stickyflow.formulations.streams_opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
-from stickyflow.streams_check import balance_excess, streams_metrics
 
 from checker import check_result
 from test_streams_support import round_bound
@@ -139,7 +139,7 @@ def tags_spread(snap, target, standbys, busy=None) -> bool:
     """The KIP-708 rule on a converged assignment (``standbys``: per stateful task, its clients): no standby
     could move to a client holding no replica of the task and add a tag value without losing one. ``busy``:
     per task, clients holding it otherwise (a warm-up), which are not free either."""
-    from stickyflow.streams_check import fully_spread, tag_combinations, tag_spread_improvement
+    from stickyflow.check.streams_tables import fully_spread, tag_combinations, tag_spread_improvement
 
     combos, client_combo, counts = tag_combinations(snap)
     if len(combos) <= 1:
@@ -491,7 +491,7 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
     bound would not be one)."""
     from types import SimpleNamespace
 
-    from stickyflow.streams_check import balance_excess
+    from stickyflow.check.streams import balance_excess
 
     rng = random.Random(11)
     tight = 0
@@ -710,7 +710,7 @@ def play_to_convergence(doc, assignor, horizon):
 
 def soft_excess(snap, assignment) -> int:
     """How far an assignment is from Balanced in the counts that may yield (stateful actives, replicas)."""
-    from stickyflow.streams_check import balance_excess
+    from stickyflow.check.streams import balance_excess
 
     pos = {c.process_id: i for i, c in enumerate(snap.clients)}
     stateful = {t.id for t in snap.tasks if t.stateful}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 import stickyflow
-from stickyflow.streams import parse_streams
-from stickyflow.streams_rank import rank, should_rebalance
+from stickyflow.greedy.streams_rank import rank, should_rebalance
+from stickyflow.model.streams import parse_streams
 from tests.test_streams_support import random_streams
 
 DOC = {

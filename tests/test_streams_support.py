@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import stickyflow
-from stickyflow.streams import parse_streams
+from stickyflow.model.streams import parse_streams
 
 SCENARIOS = ("fresh", "steady", "scale_out", "scale_in", "lagging")
 

@@ -132,7 +132,7 @@ def consumer_snapshot(case: Case):
     >>> len(snap.members), sum(len(p) for m in snap.members for p in m.owned.values())
     (10, 100)
     """
-    from stickyflow.consumer import ConsumerSnapshot, Member, Topic
+    from stickyflow.model.consumer import ConsumerSnapshot, Member, Topic
 
     rng = np.random.default_rng(case.seed)
     P, M = case.size, case.members
@@ -278,7 +278,7 @@ def min_moves_equal(snap) -> int | None:
     >>> min_moves_equal(s)
     2
     """
-    from stickyflow.consumer import previous_owners
+    from stickyflow.model.consumer_claims import previous_owners
 
     if snap.rack_aware or not snap.members:
         return None

@@ -109,14 +109,14 @@ def solve_process(case: Case, out_dir: Path) -> dict[str, Any]:
     """Write the case as a snapshot file and time a fresh ``stickyflow solve`` process on it (wall, peak RSS)."""
     import subprocess
 
-    from stickyflow.consumer import consumer_to_json
-    from stickyflow import _jsonio
+    from stickyflow.model import jsonio
+    from stickyflow.model.consumer import consumer_to_json
 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{case.name}.json"
     result = out_dir / f"{case.name}.result.json"
     if not path.exists():
-        path.write_bytes(_jsonio.dumps(consumer_to_json(consumer_snapshot(case))))
+        path.write_bytes(jsonio.dumps(consumer_to_json(consumer_snapshot(case))))
     cmd = [sys.executable, "-c", "import sys; from stickyflow.adapters.cli import main; sys.exit(main())",
            "solve", str(path), "-o", str(result), "--compact"]
     t0 = time.perf_counter()

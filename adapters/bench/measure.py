@@ -82,7 +82,8 @@ def one_run(case: Case, snap, assignor: str) -> tuple[float, float, dict[str, An
         except peer_module().PeerUnsupportedError as exc:
             raise _Unsupported(str(exc)) from None
         total = time.perf_counter() - t0
-        from stickyflow.consumer_check import as_array_assignment, inspect_consumer
+        from stickyflow.check.answer import as_array_assignment
+        from stickyflow.check.consumer import inspect_consumer
 
         arrays = as_array_assignment(snap, assignment)  # the checker's numpy path, when the answer is plain
         violations, metrics = inspect_consumer(snap, assignment if arrays is None else arrays)

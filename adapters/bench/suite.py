@@ -25,9 +25,9 @@ def available(assignor: str, kind: str) -> str | None:
         except Exception as exc:
             return f"kafka-python peers unavailable ({type(exc).__name__}: {exc})"
         return None
-    from stickyflow.registry import _REGISTRY
+    from stickyflow.registry import registered_assignor
 
-    spec = _REGISTRY.get((assignor, kind))
+    spec = registered_assignor(assignor, kind)
     if spec is None:
         return f"stickyflow has no {assignor!r} assignor for {kind}"
     try:

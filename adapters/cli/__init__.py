@@ -133,10 +133,10 @@ def _importable_from_here() -> None:
 
 
 def _cmd_assignors(args: argparse.Namespace) -> int:
-    from stickyflow.registry import _REGISTRY
+    from stickyflow.registry import registered_assignors
 
-    for (name, kind), spec in sorted(_REGISTRY.items()):
-        print(f"{name:12s} {kind:9s} {spec.description}")
+    for spec in registered_assignors():
+        print(f"{spec.name:12s} {spec.kind:9s} {spec.description}")
     return EXIT_OK
 
 

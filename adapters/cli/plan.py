@@ -56,14 +56,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     if args.methods:
-        from stickyflow.plan_methods import PLAN_METHODS
+        from stickyflow.planning.methods import PLAN_METHODS
 
         for name, description in PLAN_METHODS.items():
             print(f"{name:13s} {description}")
         return 0
     if args.snapshot is None:
         raise BadInput("argument SNAPSHOT", "required")
-    from stickyflow.plan_methods import PLAN_METHODS
+    from stickyflow.planning.methods import PLAN_METHODS
 
     if args.method not in PLAN_METHODS:
         raise BadInput("option --method", f"{args.method!r} is not a plan method (known: {', '.join(PLAN_METHODS)})")

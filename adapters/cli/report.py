@@ -1,10 +1,14 @@
 """``stickyflow report``: a batch output as a table, PNG plots and one self-contained HTML page.
 
-``stickyflow report BATCH -o OUTDIR [--pareto-input DATASET | suite:NAME] [--no-pareto]``
+``stickyflow report BATCH -o OUTDIR [--pareto-input DATASET | suite:NAME] [--no-pareto]
+[--load-slacks S,S,...] [--no-load-front]``
 
 BATCH is what ``stickyflow batch`` wrote (a Parquet dataset; CSV and JSON Lines
 are read too). OUTDIR receives ``summary.csv``, ``metrics.png``,
-``time_vs_size.png``, ``pareto.png``, ``pareto.csv`` and ``report.html``.
+``time_vs_size.png``, ``pareto.png``, ``pareto.csv`` and ``report.html``; a
+batch of consumer groups with rates adds ``load.png`` and the front of peak
+utilization against moved load over ``--load-slacks`` (``load_front.png``,
+``load_front.csv``), on the same input as the Pareto sweep.
 The Pareto sweep re-solves rack-aware snapshots at each ratio
 ``traffic_cost / non_overlap_cost``: by default the batch's own (the first
 ``--pareto-count`` with racks of each kind in the input that ``stickyflow
@@ -72,6 +76,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="traffic_cost / non_overlap_cost values (default 0,0.1,0.5,1,2,5,10,100)")
     p.add_argument("--pareto-assignors", default="optimal,sticky,range,roundrobin",
                    help="consumer assignors in the sweep (default optimal,sticky,range,roundrobin)")
+    p.add_argument("--load-slacks", type=_ratios, default=None, metavar="S,S,...",
+                   help="load_slack values of the peak-against-moved-load front, drawn when the batch has consumer "
+                        "groups with rates (default 0,0.02,0.05,0.1,0.2,0.5)")
+    p.add_argument("--no-load-front", action="store_true", help="skip the load_slack sweep")
     p.add_argument("--time-limit", type=seconds, default=10.0, metavar="SECONDS",
                    help="time limit of each solve in the sweep (default 10)")
     p.add_argument("--title", default="stickyflow batch report", help="title of the HTML page")
@@ -101,13 +109,15 @@ def run(args: argparse.Namespace) -> int:
         _check_pareto_input(args.pareto_input)
 
     from ..report import DEFAULT_RATIOS, load_batch, write_report
+    from ..report_load import DEFAULT_SLACKS
 
     frame = load_batch(args.batch)  # read before anything is written: an unreadable batch leaves no folder behind
     pareto = None if args.no_pareto else args.pareto_input
     rep = write_report(frame, args.output, pareto_input=pareto, pareto_seed=args.pareto_seed,
                        pareto_count=args.pareto_count, ratios=args.ratios or DEFAULT_RATIOS,
                        pareto_assignors=pareto_assignors, time_limit=args.time_limit, title=args.title,
-                       batch_source=args.batch)
+                       batch_source=args.batch,
+                       load_slacks=None if args.no_load_front else (args.load_slacks or DEFAULT_SLACKS))
     cols = ["kind", "assignor", "snapshots", "errors", "moves_total", "imbalance_max", "cross_rack_total",
             "wall_s_mean", "wall_s_max"]
     if len(rep.summary):

@@ -99,13 +99,13 @@ def run(args: argparse.Namespace) -> int:
     sim = simulate(scenario, assignors, readiness=args.readiness, time_limit=args.time_limit)
     _print(sim, rounds=args.rounds_table)
     if args.output:
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         from ..report import write_simulation_report
 
         rep = write_simulation_report(sim, args.output)
         scenario_path = Path(args.output) / "scenario.json"
-        scenario_path.write_bytes(_jsonio.dumps(scenario.to_json(), indent=True) + b"\n")
+        scenario_path.write_bytes(jsonio.dumps(scenario.to_json(), indent=True) + b"\n")
         files = [*rep.files.values(), scenario_path]
         print(f"stickyflow simulate: wrote {', '.join(str(p) for p in files)}", file=sys.stderr)
     return EXIT_OK

@@ -6,7 +6,7 @@
 TRACE is a trace JSON file (``"format": "stickyflow.trace/1"``), ``trace:jpdc[:SEED]``
 (the JPDC setup) or ``trace:walk:key=value,...`` (see
 :mod:`stickyflow.datasets.traces`). ``--seeds`` and ``--deltas`` make one generated
-trace per seed and delta. Methods are plan methods (``stickyflow.plan_methods``) and
+trace per seed and delta. Methods are plan methods (``stickyflow.planning.methods``) and
 ``kafka:K`` (a static round-robin over K consumers; ``kafka:10-32`` is every K from 10
 to 32). Each run's consumers, R-score and latency percentiles go to standard output;
 with ``-o`` the study (:mod:`stickyflow.adapters.report.autoscale`) goes to OUT. Bad

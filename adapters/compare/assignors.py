@@ -28,10 +28,10 @@ def _peer_assignor(name: str) -> Callable[..., Any]:
 
 def register_peers() -> None:
     """Register kafka-python's assignors (:data:`PEERS`) once, so that a worker solves them by name."""
-    from stickyflow.registry import _REGISTRY, register_assignor
+    from stickyflow.registry import register_assignor, registered_assignor
 
     for p in PEERS:
-        if (p, "consumer") not in _REGISTRY:
+        if registered_assignor(p, "consumer") is None:
             register_assignor(p, _peer_assignor(p[3:]), kinds=("consumer",),
                               description=f"kafka-python's {p[3:]} assignor, in process")
 
@@ -70,8 +70,8 @@ def check_assignors(names: Sequence[str]) -> tuple[str, ...]:
 
 def serves(name: str, kind: str) -> bool:
     """Whether ``name`` solves snapshots of ``kind`` here (plans have rows of their own)."""
-    from stickyflow.registry import _REGISTRY
+    from stickyflow.registry import registered_assignor
 
     if is_plan(name):  # plans have rows of their own (plan_compare_rows)
         return False
-    return (name, kind) in _REGISTRY or ":" in name
+    return registered_assignor(name, kind) is not None or ":" in name

@@ -9,6 +9,7 @@ from typing import Any, Iterator, Sequence
 
 from stickyflow.errors import InvalidSnapshotError
 
+from ..load_rows import COMPARE_LOAD_COLUMNS, load_fields, share_bound
 from ..plan_rows import PLAN_COLUMNS, plan_compare_rows
 from ..runtime import warm_up
 from .assignors import PEERS, register_peers, serves
@@ -22,6 +23,7 @@ ROW_COLUMNS: dict[str, str] = {
     "status": "string", "method": "string", "moves": "int64", "standby_moves": "int64", "imbalance": "double",
     "cross_rack": "int64", "cost": "int64", "balanced": "bool", "wall_ms": "double", "rounds": "int64",
     "converged": "bool", "converge_moves": "int64", "converge_min": "double", "error": "string",
+    **COMPARE_LOAD_COLUMNS,  # balance by load: peak_utilization, ..., peak_ratio (adapters/load_rows.py)
 }
 ROW_COLUMNS.update(PLAN_COLUMNS)  # plan:METHOD rows (stickyflow.adapters.plan_rows)
 
@@ -59,10 +61,10 @@ class Worker:
                              time_limit=self.time_limit)
 
     def text_rows(self, text: Any, index: int, source: str | None) -> list[dict[str, Any]]:
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         try:
-            doc = _jsonio.loads(text) if isinstance(text, (str, bytes)) else text
+            doc = jsonio.loads(text) if isinstance(text, (str, bytes)) else text
         except ValueError as exc:
             return [_error_row(f"snapshot: is not valid JSON ({str(exc).splitlines()[0][:120]})", suite=source,
                                index=index)]
@@ -153,6 +155,7 @@ def snapshot_rows(doc: Any, assignors: Sequence[str], *, suite: str | None = Non
             out.append(row)
             continue
         row.update(_result_fields(snap, result))
+        share_bound([r for r in out if r.get("peak_bound") is not None] + [row])  # one yardstick per snapshot
         if result.followup_rebalance_deadline_ms is None:
             row.update(rounds=1, converged=True, converge_moves=row["moves"], converge_min=0.0)
         elif rounds == 1:  # nothing to play: the one rebalance asks for more
@@ -177,7 +180,8 @@ def _result_fields(snap: Any, result: Any) -> dict[str, Any]:
     return {"status": result.solver.status, "method": result.solver.method, "moves": moves,
             "standby_moves": m.get("standby_moves"), "imbalance": float(m["imbalance"]),
             "cross_rack": None if cross is None else int(cross), "cost": None if cost is None else int(cost),
-            "balanced": None if balanced is None else bool(balanced), "wall_ms": 1000.0 * float(result.solver.wall_s)}
+            "balanced": None if balanced is None else bool(balanced), "wall_ms": 1000.0 * float(result.solver.wall_s),
+            **load_fields(m)}
 
 
 def _play(snap: Any, assignor: str, rounds: int, time_limit: float | None) -> dict[str, Any]:

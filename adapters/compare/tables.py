@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from ..report_base import _pandas as pandas_module
+from ..load_rows import LOAD_AGGREGATES
+from ..report_base import pandas_module
 from .rows import ERROR_STATUSES
 
 
@@ -22,11 +23,12 @@ METRICS = (
     ("plan_members_mean", "mean", "plan_members"), ("plan_moved_load_mean", "mean", "plan_moved_load"),
     ("wall_ms_mean", "mean", "wall_ms"), ("wall_ms_p50", "median", "wall_ms"), ("wall_ms_p95", "p95", "wall_ms"),
     ("wall_ms_max", "max", "wall_ms"),
-)
+) + LOAD_AGGREGATES
 TIME_COLUMNS = ("wall_ms_mean", "wall_ms_p50", "wall_ms_p95", "wall_ms_max")
 TABLES = {"summary": ("kind", "assignor"), "by_size": ("kind", "assignor", "size_band"),
           "by_suite": ("suite", "kind", "assignor")}
 _INTS = ("snapshots", "errors", "solved", "balanced", "not_converged", "moves_total", "rounds_max", "size_band")
+_LOAD_INPUTS = tuple(dict.fromkeys(c for _, _, c in LOAD_AGGREGATES))
 _DIGITS = 9  # means are rounded to this many significant digits: sums in another order agree
 
 
@@ -93,6 +95,8 @@ def _derived_pandas(rows: Any):
     f["size_band"] = f["size"].map(_band).astype("Int64")
     for c in ("moves", "standby_moves", "cross_rack", "cost", "rounds", "converge_moves", "size"):
         f[c] = pd.to_numeric(f[c], errors="coerce").astype("Float64")
+    for c in _LOAD_INPUTS:
+        f[c] = pd.to_numeric(f[c], errors="coerce").astype("Float64")
     for c in ("suite", "kind", "assignor"):
         f[c] = f[c].astype(object).where(f[c].notna(), "(unknown)")
     return f
@@ -117,6 +121,7 @@ def spark_aggregate(df: Any) -> dict[str, Any]:
         "moves", "standby_moves", "imbalance", "cross_rack", "cost", "rounds", "converge_moves", "converge_min",
         "size", "wall_ms", "plan_members", "plan_moved_load",
         is_error.alias("is_error"),
+        *_LOAD_INPUTS,
         F.col("balanced").cast("int").alias("balanced_int"),
         (~F.col("converged")).cast("int").alias("stuck"),
         F.when(F.col("size") >= 1, F.pow(F.lit(2), F.floor(F.log2(F.col("size")))).cast("long")).alias("size_band"),

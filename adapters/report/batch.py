@@ -15,6 +15,8 @@ from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
 from ..report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
                            legend_outside)
+from ..report_load import (DEFAULT_SLACKS, LOAD_SUMMARY_COLUMNS, first_with_loads, has_loads, load_blocks,
+                           load_snapshots, load_summary, with_load_columns)
 from .pareto import (DEFAULT_RATIOS, GREEDY, COST_SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
                      pareto_sweep, pareto_table, plot_pareto, snapshots_from)
 
@@ -26,7 +28,7 @@ STATUSES = ("optimal", "feasible", "heuristic", "fallback")
 UNKNOWN = "(unknown)"  # the kind (or assignor) of an error row that has none, e.g. for input that is not JSON
 SUMMARY_COLUMNS = ("kind", "assignor", "snapshots", "solved", "errors") + STATUSES + (
     "moves_total", "moves_mean", "imbalance_mean", "imbalance_max", "cross_rack_total", "cross_rack_mean",
-    "wall_s_mean", "wall_s_p50", "wall_s_p95", "wall_s_max")
+    "wall_s_mean", "wall_s_p50", "wall_s_p95", "wall_s_max") + LOAD_SUMMARY_COLUMNS
 _SIZE_COLUMNS = {"consumer": ("partitions", "num_partitions", "n_partitions"),
                  "streams": ("tasks", "num_tasks", "n_tasks")}
 
@@ -73,7 +75,7 @@ def load_batch(source: Any):
         frame[c] = pd.Series([UNKNOWN if _missing(v) else str(v) for v in frame[c].tolist()], index=frame.index,
                              dtype=object)
     frame["size"] = _size_column(frame)
-    return frame
+    return with_load_columns(frame)
 
 
 def _missing(v: Any) -> bool:
@@ -96,14 +98,14 @@ def _size_column(frame):
                 rows = (frame["kind"] == kind) & size.isna()
                 size[rows] = pd.to_numeric(frame.loc[rows, name], errors="coerce")
     if "metrics" in frame.columns and size.isna().any():  # the batch keeps every metric as JSON text
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
 
         for i in frame.index[size.isna()]:
             text = frame.at[i, "metrics"]
             if not isinstance(text, str) or not text:
                 continue
             try:
-                m = _jsonio.loads(text)
+                m = jsonio.loads(text)
             except ValueError:
                 continue
             value = m.get("partitions") if frame.at[i, "kind"] == "consumer" else m.get("tasks")
@@ -150,6 +152,7 @@ def summary_table(frame):
             "cross_rack_mean": _num(cross.mean()) if len(cross) else None,
             "wall_s_mean": _num(wall.mean()), "wall_s_p50": _num(wall.median()),
             "wall_s_p95": _num(wall.quantile(0.95)) if len(wall) else None, "wall_s_max": _num(wall.max()),
+            **load_summary(ok),
         })
         rows.append(row)
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
@@ -341,7 +344,8 @@ def _readable(table):
 def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch", pareto_seed: int = 0,
                  pareto_count: int = 12, ratios: Sequence[float] = DEFAULT_RATIOS,
                  pareto_assignors: Sequence[str] = ("optimal",) + GREEDY, time_limit: float | None = 10.0,
-                 title: str = "stickyflow batch report", batch_source: str | Path | None = None) -> Report:
+                 title: str = "stickyflow batch report", batch_source: str | Path | None = None,
+                 load_slacks: Sequence[float] | None = DEFAULT_SLACKS) -> Report:
     """Write ``summary.csv``, ``metrics.png``, ``time_vs_size.png``, ``pareto.png``, ``pareto.csv`` and
     ``report.html`` (everything embedded) into ``out_dir``.
 
@@ -354,6 +358,11 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
     of snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
     sweep (seconds; None: none). ``batch_source``: where ``batch`` was read
     from, when it is given as a frame.
+
+    A batch with load columns (consumer groups with rates) adds ``load.png`` and, over the consumer groups with
+    rates of the same ``pareto_input`` (``generated``: seeded load-suite groups), a sweep of ``load_slack``
+    over ``load_slacks`` (None: none): ``load_front.png``, ``load_front.csv``
+    (:mod:`stickyflow.adapters.report_load`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -404,6 +413,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
             notes.append(f"No Pareto sweep: the batch's input {where} is no longer there. Name its snapshots with "
                          f"--pareto-input DATASET.")
             pareto_input = None
+    load_input = _load_input(pareto_input, where if pareto_input == "batch" else None, pareto_count, pareto_seed)
     if pareto_input is not None:
         if isinstance(pareto_input, str) and pareto_input in ("generated", "default"):
             snaps = pareto_snapshots(pareto_count, pareto_seed)
@@ -440,6 +450,11 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
                                     f"{', '.join(f'{r:g}' for r in ratios)} (non_overlap_cost = {COST_SCALE})."),
                    ("Pareto sweep totals (one row per assignor and result; ratios: where it gave that result)",
                     pareto_table(sweep))]
+    loads = load_blocks(frame, out, snapshots=load_input[0], source=load_input[1], slacks=load_slacks,
+                        time_limit=time_limit)
+    blocks += list(loads.blocks)
+    files.update(loads.files)
+    notes += list(loads.notes)
     if len(errors):
         blocks.append(("Rows not solved (grouped by reason; first 50 reasons)", errors))
     for note in notes:
@@ -448,5 +463,19 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
     files["report.html"].write_text(html_page(title, blocks), encoding="utf-8")
     return Report(files=files, summary=table, pareto=sweep, notes=tuple(notes), rows=int(len(frame)),
                   solved=int(solved))
+
+
+def _load_input(pareto_input: Any, where: str | None, count: int, seed: int) -> tuple[list[Any] | None, str]:
+    """The consumer groups with rates for the ``load_slack`` sweep, from the same input as the Pareto sweep."""
+    if pareto_input is None:
+        return None, ""
+    if isinstance(pareto_input, str) and pareto_input in ("generated", "default"):
+        return load_snapshots(count, seed), f"{count} generated load-suite consumer groups (seed {seed})"
+    if isinstance(pareto_input, str) and pareto_input == "batch":
+        snaps, read = first_with_loads(where.removeprefix("file://"), count)
+        return snaps, f"the first {len(snaps)} with rates of the {read} snapshots read from the batch's input {where}"
+    every = snapshots_from(pareto_input)
+    snaps = [s for s in every if has_loads(s)]
+    return snaps, f"the {len(snaps)} consumer groups with rates of the {len(every)} snapshots in {pareto_input}"
 
 

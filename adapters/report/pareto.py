@@ -63,7 +63,7 @@ def snapshots_from(source: Any) -> list[Any]:
     :func:`stickyflow.adapters.spark.read_snapshots`, which reads a dataset into a Spark DataFrame.)
     """
     import stickyflow
-    from stickyflow import _jsonio
+    from stickyflow.model import jsonio
 
     if isinstance(source, (list, tuple)):
         items = list(source)
@@ -77,7 +77,7 @@ def snapshots_from(source: Any) -> list[Any]:
     for item in items:
         try:
             if isinstance(item, (bytes, str)):
-                item = _jsonio.loads(item)
+                item = jsonio.loads(item)
             out.append(stickyflow.as_snapshot(item))
         except (InvalidSnapshotError, ValueError):
             continue
@@ -108,15 +108,15 @@ def first_with_racks(source: Any, count: int) -> tuple[list[Any], int]:
     how many records were read to find them (the reading stops once both kinds have ``count``). Records that are
     not valid snapshots are passed over."""
     import stickyflow
-    from stickyflow import _jsonio
     from stickyflow.datasets.io import read_dataset
+    from stickyflow.model import jsonio
 
     found: dict[str, list[Any]] = {"consumer": [], "streams": []}
     read = 0
     for rec in read_dataset(source):
         read += 1
         try:
-            snap = stickyflow.as_snapshot(_jsonio.loads(rec.text))
+            snap = stickyflow.as_snapshot(jsonio.loads(rec.text))
         except (InvalidSnapshotError, ValueError):
             continue
         if len(found[snap.kind]) < count and has_racks(snap):

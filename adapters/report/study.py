@@ -166,12 +166,12 @@ def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, rat
                 if take(suite_item(name, i, src.seed)):
                     break
     else:
-        from stickyflow import _jsonio
+        from stickyflow.model import jsonio
         from stickyflow.datasets.io import read_dataset
 
         for k, rec in enumerate(read_dataset(src.path)):
             try:
-                if take(_jsonio.loads(rec.text)) or k > 50 * count:
+                if take(jsonio.loads(rec.text)) or k > 50 * count:
                     break
             except ValueError:
                 continue
@@ -217,7 +217,7 @@ BY_SUITE = {"suite": "suite", "kind": "kind", "assignor": "assignor", "snapshots
 
 def write_study_report(out: str | Path, tables: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Path]:
     """Write the CSV tables, the PNGs, ``report.html`` and ``study.json`` into ``out``; name -> path."""
-    from stickyflow import _jsonio
+    from stickyflow.model import jsonio
 
     out = Path(out)
     files: dict[str, Path] = {}
@@ -237,7 +237,7 @@ def write_study_report(out: str | Path, tables: Mapping[str, Any], record: Mappi
         files["pareto.png"] = out / "pareto.png"
         pngs["pareto"] = plot_pareto(pareto, files["pareto.png"])
     files["study.json"] = out / "study.json"
-    files["study.json"].write_bytes(_jsonio.dumps(dict(record), indent=True) + b"\n")
+    files["study.json"].write_bytes(jsonio.dumps(dict(record), indent=True) + b"\n")
 
     summary = tables["summary"]
     source = record.get("suites") or record.get("dataset")

@@ -1,0 +1,388 @@
+r"""A sticky plan for balance by load, fast and in numpy only: the load optimizer's plan at scale, and its fallback.
+
+Given a target peak ``U`` (the optimizer passes ``(1 + slack)`` times its proven bound), every member ``m`` may
+hold up to ``U cap_m``. :func:`sticky_plan` then
+
+1. keeps every partition with its valid previous owner, where the owner still reads it (with racks costing more
+   than moves, a partition its owner reads across racks is let go when a reader on its racks exists);
+2. lets each member above ``U cap_m`` release the least load that brings it down, in few partitions
+   (:func:`release`: the smallest single partition that covers the excess, or the largest ones that fit in it
+   and the smallest that closes the gap, whichever moves less load);
+3. deals the released and unowned partitions (:func:`fill`), topic class by topic class, the classes with the
+   fewest readers first: the readers are filled up to a common utilization (the water level that the class's
+   load reaches over them, at most ``U``), on the replica racks first where racks cost; the partitions too large
+   for the room between that level and ``U`` go first, in rounds, to the least utilized readers; the others are
+   cut into the rooms along a running sum in partition order, and what straddles two rooms is placed in rounds
+   (the largest partitions to the largest rooms), within ``U``;
+4. repairs: a member still above ``U`` releases again (partitions that moved already first, which costs nothing
+   more), and those are dealt again, a few rounds;
+5. gives back: a moved partition whose previous owner has room under ``U`` returns to it (the largest first),
+   which only lowers the moved load.
+
+Every step is a handful of numpy operations over all partitions, or a loop over topic classes or rounds: no
+Python step per partition. With no previous owners this is a balancing greedy (the fallback's non-sticky case).
+
+>>> from stickyflow.load.problem import LoadProblem, measure
+>>> p = LoadProblem.of(rates=[4.0, 3.0, 2.0, 1.0], topic=[0] * 4, reads=[[True]], member_class=[0, 0, 0],
+...                    capacity=[1.0] * 3, owner=[0, 0, 1, 1])
+>>> x = sticky_plan(p, 4.0)
+>>> x.tolist(), measure(p, x).peak
+([0, 2, 1, 1], 4.0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..check.answer import ArrayAssignment
+from ..check.load import cheap_peak_bound
+from ..result import Decision
+from .problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem, measure, partition_bound,
+                      peak_limit, readers_of, topic_classes)
+
+__all__ = ["sticky_plan", "aimed_plan", "fallback", "release", "fill", "give_back", "water_level"]
+
+_TOL = 1e-12  # relative: a member counts as above its limit only beyond it by more than float noise
+_ROUNDS = 64  # rounds of dealing large or straddling partitions, at most (each a few numpy steps)
+
+
+def sticky_plan(problem: LoadProblem, target: float, *, sticky: bool = True, repairs: int = 8) -> np.ndarray:
+    """An owner array (partition -> member) that keeps what the previous owners can keep under ``target`` and
+    balances the rest (see the module's text). ``sticky=False`` ignores the previous owners."""
+    N, M = problem.n_partitions, problem.n_members
+    ceiling = np.where(problem.active, target * problem.capacity, 0.0)
+    parts = np.arange(N)
+    x = np.full(N, -1, dtype=np.int64)
+    if sticky:
+        own = problem.owner >= 0
+        own[own] = problem.allowed(parts[own], problem.owner[own])
+        x[own] = problem.owner[own]
+        if problem.racks_matter and problem.tc > problem.noc:
+            # a move costs noc r, a read across racks tc r for good: let it go where a local reader exists
+            away = own & (problem.rates > 0) & problem.far(parts, np.where(own, x, -1)) & has_local_reader(problem)
+            x[away] = -1
+    loads = _loads(problem, x)
+    release(problem, x, loads, ceiling, held=x >= 0)
+    pinned = np.zeros(N, dtype=bool)  # partitions that fit under no ceiling: where they went, others make room
+    pinned[fill(problem, x, loads, ceiling, target)] = True
+    for _ in range(repairs):
+        over = loads > ceiling * (1 + _TOL)
+        if not over.any():
+            break
+        moved = (x >= 0) & (x != problem.owner)
+        release(problem, x, loads, ceiling, held=moved & ~pinned)  # moving a moved partition again costs nothing
+        release(problem, x, loads, ceiling, held=(x >= 0) & ~pinned)
+        pinned[fill(problem, x, loads, ceiling, target)] = True
+    if sticky:
+        give_back(problem, x, loads, ceiling)
+    return x
+
+
+def aimed_plan(problem: LoadProblem, bound: float) -> np.ndarray:
+    """The sticky plan aimed at rule 2's limit for a proven ``bound`` on ``U*``; where it misses that, aimed at
+    the peak that a balancing (non-sticky) plan reaches, or that plan itself when the sticky one misses again."""
+    target = peak_limit(problem, bound)
+    x = sticky_plan(problem, target)
+    peak = measure(problem, x).peak
+    if peak <= target * (1 + _TOL):
+        return x
+    fresh = sticky_plan(problem, target, sticky=False)
+    reach = measure(problem, fresh).peak
+    if reach >= peak:
+        return x
+    again = sticky_plan(problem, reach)
+    return again if measure(problem, again).peak <= reach * (1 + _TOL) else fresh
+
+
+def fallback(snapshot: Any, options: Any = None) -> Decision:
+    """The load-aware stand-in when the load optimizer fails (OR-Tools missing, a crash, an invalid answer):
+    :func:`aimed_plan` on the cheap bounds that need no solver (the average, the largest rates, and the
+    checker's per-class bound). Sticky like the optimizer, in numpy only; proves nothing (status
+    ``"heuristic"``, which the front door reports as ``"fallback"``)."""
+    problem, topics, offsets = load_problem(snapshot)
+    active = problem.active
+    bound = 0.0
+    if active.any() and problem.n_partitions:
+        average = float(problem.rates.sum()) / float(problem.capacity[active].sum()) * (1 - BOUND_MARGIN)
+        bound = max(average, partition_bound(problem), cheap_peak_bound(snapshot) or 0.0)
+    x = aimed_plan(problem, bound) if problem.n_partitions and active.any() else \
+        np.full(problem.n_partitions, -1, dtype=np.int64)
+    return Decision(assignment=ArrayAssignment.of_flat(snapshot, topics, x, offsets), method="greedy",
+                    status="heuristic", objective=measure(problem, x).peak if len(x) else 0.0, bound=bound,
+                    extra={"peak_bound": bound})
+
+
+def _loads(problem: LoadProblem, x: np.ndarray) -> np.ndarray:
+    given = x >= 0  # (bincount of nothing is an int64 array, weights or not: float64 asked for)
+    return np.bincount(x[given], weights=problem.rates[given], minlength=problem.n_members).astype(np.float64)
+
+
+def release(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.ndarray, held: np.ndarray) -> None:
+    """Members above their ``ceiling`` let go of partitions among ``held`` (in place: ``x`` -1, ``loads`` less).
+
+    Per member, with excess ``e`` and its candidates by decreasing rate: A, the smallest partition of rate
+    ``>= e``; B, the largest ones below ``e`` while their sum stays ``<= e``, then the smallest remaining one
+    that closes the gap. The one of less load wins (A on a tie: one move). Partitions without load never help
+    and are never released. When the candidates cannot cover the excess, all of them go.
+
+    >>> from stickyflow.load.problem import LoadProblem
+    >>> p = LoadProblem.of(rates=[5.0, 3.0, 2.0, 1.0], topic=[0] * 4, reads=[[True]], member_class=[0, 0],
+    ...                    capacity=[1.0, 1.0], owner=[0] * 4)
+    >>> x = np.zeros(4, dtype=np.int64); loads = np.array([11.0, 0.0])
+    >>> release(p, x, loads, np.array([7.0, 7.0]), held=x >= 0); x.tolist(), loads.tolist()  # 4 over: 3 + 1
+    ([0, -1, 0, -1], [7.0, 0.0])
+    """
+    excess = loads - ceiling
+    over = excess > np.abs(ceiling) * _TOL
+    if not over.any():
+        return
+    r = problem.rates
+    cand = np.flatnonzero(held & (x >= 0) & (r > 0))
+    cand = cand[over[x[cand]]]
+    if not len(cand):
+        return
+    m = x[cand]
+    order = np.lexsort((cand, -r[cand], m))  # by member, rate descending, partition
+    cand, m = cand[order], m[order]
+    rate = r[cand]
+    e = excess[m]
+    start = np.searchsorted(m, m, side="left")  # each item's segment start
+    pos = np.arange(len(cand)) - start
+    members, first = np.unique(m, return_index=True)
+    seg = np.repeat(np.arange(len(members)), np.diff(np.append(first, len(m))))
+
+    def seg_sum(v):
+        return np.bincount(seg, weights=v, minlength=len(members))
+
+    def seg_cumsum(v):
+        c = np.cumsum(v)
+        return c - np.repeat(c[first] - v[first], np.diff(np.append(first, len(m))))
+
+    k_ge = seg_sum(rate >= e).astype(np.int64)  # items at least the excess (a prefix)
+    a_load = np.where(k_ge > 0, rate[first + np.maximum(k_ge - 1, 0)], np.inf)
+    below = pos >= k_ge[seg]
+    cs = seg_cumsum(np.where(below, rate, 0.0))
+    take = below & (cs <= e)
+    t = seg_sum(take).astype(np.int64)
+    s = seg_sum(np.where(take, rate, 0.0))
+    gap = excess[members] - s
+    rest = pos >= (k_ge + t)[seg]
+    closing = rest & (rate >= gap[seg])
+    n_close = seg_sum(closing).astype(np.int64)
+    has_close = (gap > 0) & (n_close > 0)
+    close_at = first + k_ge + t + n_close - 1
+    b_load = s + np.where(has_close, rate[np.minimum(close_at, len(rate) - 1)], 0.0)
+    b_ok = (gap <= 0) | has_close
+    use_a = (k_ge > 0) & ((a_load <= b_load) | ~b_ok)
+    out = np.zeros(len(cand), dtype=bool)
+    # A: the one item; B: the prefix taken, the closing item; neither possible: everything
+    a_item = (first + k_ge - 1)[use_a]
+    out[a_item] = True
+    use_b = ~use_a & b_ok
+    out |= take & use_b[seg]
+    out[close_at[use_b & has_close]] = True
+    out |= ~use_a[seg] & ~b_ok[seg]
+    gone = cand[out]
+    np.subtract.at(loads, x[gone], r[gone])
+    x[gone] = -1
+
+
+def water_level(loads: np.ndarray, caps: np.ndarray, amount: float) -> float:
+    """The utilization ``w`` at which ``sum max(0, w cap - load)`` over these members is ``amount``.
+
+    >>> water_level(np.array([0.0, 2.0, 9.0]), np.array([1.0, 1.0, 1.0]), 4.0)
+    3.0
+    """
+    if not len(loads):
+        return 0.0
+    u = loads / caps
+    order = np.argsort(u, kind="stable")
+    u, c, ld = u[order], caps[order], loads[order]
+    level = (amount + np.cumsum(ld)) / np.cumsum(c)  # the level if the lowest k take it all
+    nxt = np.append(u[1:], np.inf)
+    k = int(np.argmax(level <= nxt))
+    return float(level[k])
+
+
+def fill(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.ndarray, target: float) -> np.ndarray:
+    """Deal every partition with ``x == -1`` to readers (in place), as the module's step 3 says; returns those
+    that fit under no reader's ceiling (given to the reader whose utilization they raise least)."""
+    pool = np.flatnonzero(x < 0)
+    over: list[np.ndarray] = []
+    if not len(pool):
+        return pool
+    tclass, class_reads = topic_classes(problem)
+    who = readers_of(problem, class_reads)  # member x topic class
+    pc = tclass[problem.topic[pool]]
+    classes = np.unique(pc)
+    # the most constrained first: fewest readers, then least reader capacity
+    n_read = who[:, classes].sum(axis=0)
+    cap_read = (who[:, classes] * problem.capacity[:, None]).sum(axis=0)
+    classes = classes[np.lexsort((classes, cap_read, n_read))]
+    order = np.lexsort((pool, pc))
+    pool, pc = pool[order], pc[order]
+    cut = np.searchsorted(pc, classes)
+    ends = np.searchsorted(pc, classes, side="right")
+    near = _near(problem) if problem.racks_matter else None
+    for c, a, z in zip(classes.tolist(), cut.tolist(), ends.tolist()):
+        items = pool[a:z]
+        readers = np.flatnonzero(who[:, c])
+        if near is not None:  # first on the replica racks, by rack set
+            rs = problem.rackset[items]
+            for s in np.unique(rs).tolist():
+                local = readers[near[s, readers]]
+                if s != 0 and len(local):  # rack set 0: no replica racks known, read locally by anyone
+                    _deal(problem, x, loads, ceiling, target, items[rs == s], local, last=False)
+            items = items[x[items] < 0]
+        over.append(_deal(problem, x, loads, ceiling, target, items, readers))
+    return np.concatenate(over) if over else np.zeros(0, dtype=np.int64)
+
+
+def _near(problem: LoadProblem) -> np.ndarray:
+    """Rack set x member: is the member on one of the set's racks (rack set 0, none known: everyone is)."""
+    rack = problem.member_rack
+    col = np.where(rack < 0, problem.cross.shape[1] - 1, rack)
+    return ~problem.cross[:, col]
+
+
+def _deal(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.ndarray, target: float,
+          items: np.ndarray, readers: np.ndarray, last: bool = True) -> np.ndarray:
+    """Deal ``items`` to ``readers``: the large ones in rounds to the least utilized readers below the water
+    level, the rest up to the level by a running-sum cut, straddlers in rounds within the ceiling, and whatever
+    still fits nowhere to the readers whose utilization it raises least.
+
+    An item is large when it exceeds the room between the level and the ceiling of some reader: a straddler of
+    the cut may be that large, and then would not fit. At most :data:`_ROUNDS` rounds' worth are large.
+    """
+    if not len(items) or not len(readers):
+        return items[:0]
+    r = problem.rates
+    caps = problem.capacity[readers]
+    items = np.sort(items)  # partition order (fill's slices are in it already: then a cheap pass)
+    level = min(water_level(loads[readers], caps, float(r[items].sum())), target)
+    spare = np.maximum(ceiling[readers] - np.maximum(level * caps, loads[readers]), 0.0)
+    large = items[r[items] > float(spare.min())]
+    if len(large):
+        if len(large) > _ROUNDS * len(readers):  # keep the rounds few: the largest ones only
+            large = large[np.argpartition(-r[large], _ROUNDS * len(readers) - 1)[:_ROUNDS * len(readers)]]
+        _largest_first(problem, x, loads, ceiling, large[np.lexsort((large, -r[large]))], readers, level)
+        items = items[x[items] < 0]
+        level = min(water_level(loads[readers], caps, float(r[items].sum())), target)
+    room = np.clip(level * caps - loads[readers], 0.0, np.maximum(ceiling[readers] - loads[readers], 0.0))
+    # the running-sum cut, in partition order (each reader gets a mix of rates, not a run of alike ones, so that
+    # a later rebalance finds partitions of every size to release): an item goes to the room its start lies in,
+    # if it ends there too; the rest (straddlers) go in rounds, largest first
+    by_room = np.argsort(-room, kind="stable")
+    rd, rm = readers[by_room], room[by_room]
+    bounds = np.cumsum(rm)
+    end = np.cumsum(r[items])
+    begin = end - r[items]
+    j = np.searchsorted(bounds, begin, side="right")
+    fits = (j < len(rd)) & (end <= bounds[np.minimum(j, len(rd) - 1)] * (1 + _TOL) + 1e-300)
+    got = items[fits]
+    x[got] = rd[j[fits]]
+    np.add.at(loads, x[got], r[got])
+    rest = items[~fits]
+    rest = _rounds(problem, x, loads, ceiling, rest[np.lexsort((rest, -r[rest]))], readers)
+    if last:
+        _overflow(problem, x, loads, rest, readers)
+        return rest
+    return rest[:0]
+
+
+def _largest_first(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.ndarray, items: np.ndarray,
+                   readers: np.ndarray, level: float) -> None:
+    """Large items (decreasing rate) in rounds: each round, the next ones to the readers below the water level,
+    the largest to the least utilized, where it stays within the ceiling (LPT, a round at a time)."""
+    r = problem.rates
+    caps = problem.capacity[readers]
+    for _ in range(_ROUNDS + 1):
+        if not len(items):
+            return
+        util = loads[readers] / caps
+        low = np.flatnonzero(util < level)
+        if not len(low):
+            return
+        low = low[np.argsort(util[low], kind="stable")]
+        n = min(len(items), len(low))
+        to = readers[low[:n]]
+        ok = loads[to] + r[items[:n]] <= ceiling[to] * (1 + _TOL) + 1e-300
+        got = items[:n][ok]
+        x[got] = to[ok]
+        np.add.at(loads, to[ok], r[got])
+        if not ok.any():
+            return
+        items = np.concatenate([items[:n][~ok], items[n:]])
+
+
+def _rounds(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.ndarray, items: np.ndarray,
+            readers: np.ndarray) -> np.ndarray:
+    """Items (decreasing rate) matched in rounds to the readers with the most room under their ceilings, the
+    largest item to the largest room, each only where it fits; returns those that fit nowhere."""
+    r = problem.rates
+    for _ in range(_ROUNDS):
+        if not len(items):
+            break
+        room = ceiling[readers] - loads[readers]
+        best = float(room.max())
+        hopeless = r[items] > best * (1 + _TOL) + 1e-300
+        if hopeless.all():
+            break
+        left = items[hopeless]
+        items = items[~hopeless]
+        by_room = np.argsort(-room, kind="stable")
+        n = min(len(items), len(readers))
+        fit = r[items[:n]] <= room[by_room[:n]] * (1 + _TOL) + 1e-300
+        got = items[:n][fit]
+        x[got] = readers[by_room[:n][fit]]
+        np.add.at(loads, x[got], r[got])
+        items = np.concatenate([items[:n][~fit], items[n:], left])
+        items = items[np.lexsort((items, -r[items]))]
+    return items
+
+
+def _overflow(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, items: np.ndarray,
+              readers: np.ndarray) -> None:
+    """Items that fit under no ceiling, each round the largest to the reader of least utilization after it."""
+    r = problem.rates
+    caps = problem.capacity[readers]
+    while len(items):
+        order = np.argsort(loads[readers] / caps, kind="stable")
+        n = min(len(items), len(readers))
+        got = items[:n]
+        x[got] = readers[order[:n]]
+        np.add.at(loads, x[got], r[got])
+        items = items[n:]
+
+
+def give_back(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.ndarray, passes: int = 3) -> None:
+    """Moved partitions return to their valid previous owner where it has room under its ceiling (in place),
+    the largest first, where that does not make rule 4's cost larger (racks)."""
+    r = problem.rates
+    o = problem.owner
+    for _ in range(passes):
+        cand = np.flatnonzero((o >= 0) & (x >= 0) & (x != o))
+        if not len(cand):
+            return
+        cand = cand[problem.allowed(cand, o[cand])]
+        if problem.racks_matter:  # returning saves noc r of moved load and changes tc r of cross-rack load
+            delta = problem.tc * (problem.far(cand, o[cand]).astype(np.int64) - problem.far(cand, x[cand]))
+            cand = cand[delta < problem.noc]
+        if not len(cand):
+            return
+        owner = o[cand]
+        order = np.lexsort((cand, -r[cand], owner))
+        cand, owner = cand[order], owner[order]
+        first = np.searchsorted(owner, owner, side="left")
+        cs = np.cumsum(r[cand])
+        within = cs - (cs[first] - r[cand][first])
+        room = ceiling[owner] - loads[owner]
+        back = within <= room * (1 + _TOL) + 1e-300
+        if not back.any():
+            return
+        got = cand[back]
+        np.subtract.at(loads, x[got], r[got])
+        x[got] = o[got]
+        np.add.at(loads, x[got], r[got])
