@@ -212,7 +212,7 @@ def test_a_batch_without_its_record_gets_no_generated_sweep_in_disguise(tmp_path
 
 def test_tables_show_a_dash_not_na():
     pd = pytest.importorskip("pandas")
-    from stickyflow.adapters.report_base import MISSING, html_page, without_na
+    from stickyflow.adapters.report.base import MISSING, html_page, without_na
 
     t = pd.DataFrame({"assignor": ["optimal", None], "balanced": pd.array([None, 3], dtype="Int64"),
                       "cost": pd.array([0.5, None], dtype="Float64")})

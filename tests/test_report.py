@@ -410,7 +410,7 @@ def test_simulation_page_speaks_in_words_and_minutes(tmp_path):
 
 def test_table_cells_never_print_an_exponent_for_ordinary_numbers():
     """A p95 solve time of 39,050.06 ms printed as 3.905e+04 in the study's table: cells read as numbers."""
-    from stickyflow.adapters.report_base import _cell_number
+    from stickyflow.adapters.report.base import _cell_number
 
     assert _cell_number(39050.0626) == "39,050"
     assert _cell_number(1023.6664) == "1,024"

@@ -78,7 +78,7 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
     (no racks). A panel with a single size is a bar per assignor instead of a one-point line; log axes only
     where the values span enough, with plain tick labels (ms)."""
     try:
-        from ..report_base import _color, _from_zero, _log_axis, _marker, _pyplot, legend_outside
+        from ..report.base import _color, _from_zero, _log_axis, _marker, _pyplot, legend_outside
         plt = _pyplot()
     except Exception:  # noqa: BLE001 - no matplotlib: no plot
         return None

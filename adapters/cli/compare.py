@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     cols = [c for c in ("kind", "assignor", "snapshots", "errors", "moves_mean", "imbalance_mean", "cross_rack_mean",
                         "cost_mean", "rounds_mean", "wall_ms_p50") if c in s.columns]
     if len(s):
-        from ..report_base import without_na
+        from ..report.base import without_na
 
         print(without_na(s[cols]).to_string(index=False))
     say(f"wrote {study.out}/ (report.html, study.json, results.parquet, {len(study.files) - 3} more)")

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 from stickyflow.errors import InvalidSnapshotError, Problem
 
 from ..progress import Ticker
-from ..report_base import pandas_module
+from ..report.base import pandas_module
 from ..runtime import environment
 from .assignors import check_assignors
 from .rows import DEFAULT_ROUNDS, ROW_COLUMNS, Worker, arrow_schema, spark_schema

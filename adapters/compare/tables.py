@@ -6,7 +6,7 @@ import math
 from typing import Any, Mapping
 
 from ..load_rows import LOAD_AGGREGATES
-from ..report_base import pandas_module
+from ..report.base import pandas_module
 from .rows import ERROR_STATUSES
 
 

@@ -25,15 +25,16 @@ matplotlib runs on its Agg backend, so no display is needed.
 >>> summary_table(frame)[["assignor", "moves_total", "imbalance_max"]].to_dict("records")
 [{'assignor': 'optimal', 'moves_total': 0, 'imbalance_max': 0}, {'assignor': 'range', 'moves_total': 3, 'imbalance_max': 2}]
 
-The code lives in one module per idea: :mod:`stickyflow.adapters.report_base` (backends, colours,
-axes, the HTML page), :mod:`.batch` (a batch's table and plots), :mod:`.pareto` (the sweep),
-:mod:`.simulation`, :mod:`.study` (``stickyflow compare``) and :mod:`.autoscale`
-(``stickyflow simulate --trace``); every public name of the first four stays importable here.
+The code lives in one module per idea: :mod:`.base` (backends, colours, axes, the HTML page),
+:mod:`.batch` (a batch's table and plots), :mod:`.pareto` (the sweep), :mod:`.load` (load columns and the
+peak-against-moved-load front), :mod:`.simulation`, :mod:`.study` (``stickyflow compare``) and
+:mod:`.autoscale` (``stickyflow simulate --trace``); the public names of base, batch, pareto and simulation
+stay importable here.
 """
 
 from __future__ import annotations
 
-from ..report_base import PAGE_CSS, Html, html_page  # noqa: F401
+from .base import PAGE_CSS, Html, html_page  # noqa: F401
 from .batch import (BATCH_COLUMNS, STATUSES, SUMMARY_COLUMNS, UNKNOWN, Report, load_batch,  # noqa: F401
                     plot_metrics, plot_time_vs_size, summary_table, write_report)
 from .pareto import (COST_SCALE, DEFAULT_RATIOS, GREEDY, has_racks, pareto_front, pareto_snapshots,  # noqa: F401

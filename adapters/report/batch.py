@@ -13,10 +13,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from ..report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
-                           legend_outside)
-from ..report_load import (DEFAULT_SLACKS, LOAD_SUMMARY_COLUMNS, first_with_loads, has_loads, load_blocks,
-                           load_snapshots, load_summary, with_load_columns)
+from .base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
+                   legend_outside)
+from .load import (DEFAULT_SLACKS, LOAD_SUMMARY_COLUMNS, first_with_loads, has_loads, load_blocks,
+                   load_snapshots, load_summary, with_load_columns)
 from .pareto import (DEFAULT_RATIOS, GREEDY, COST_SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
                      pareto_sweep, pareto_table, plot_pareto, snapshots_from)
 
@@ -362,7 +362,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
     A batch with load columns (consumer groups with rates) adds ``load.png`` and, over the consumer groups with
     rates of the same ``pareto_input`` (``generated``: seeded load-suite groups), a sweep of ``load_slack``
     over ``load_slacks`` (None: none): ``load_front.png``, ``load_front.csv``
-    (:mod:`stickyflow.adapters.report_load`).
+    (:mod:`stickyflow.adapters.report.load`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

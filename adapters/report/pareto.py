@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from stickyflow.errors import InvalidSnapshotError, Problem
 
-from ..report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
+from .base import _color, _marker, _pandas, _place_labels, _pyplot, _save
 
 __all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "snapshots_from", "batch_input", "first_with_racks",
            "has_racks", "with_cost_ratio", "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]

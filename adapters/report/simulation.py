@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..report_base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
+from .base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
 from .batch import Report
 
 __all__ = ["plot_simulation", "convergence_bars", "write_simulation_report"]

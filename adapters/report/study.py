@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
-                           legend_outside)
+from .base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
+                   legend_outside)
 from .pareto import DEFAULT_RATIOS
 
 __all__ = ["DEFINITIONS", "plot_vs_size", "plot_rounds", "pareto_for_study", "pareto_table", "write_study_report"]
