@@ -74,7 +74,7 @@ def test_a_capture_of_no_group_writes_no_file_and_says_so(groups, tmp_path, caps
 
 
 def test_an_unreachable_cluster_names_the_timeout_once():
-    from stickyflow.adapters.cli_capture import cluster_failure
+    from stickyflow.adapters.cli.capture import cluster_failure
 
     class KafkaTimeoutError(Exception):
         def __str__(self):

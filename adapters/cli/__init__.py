@@ -60,7 +60,7 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_assignors)
 
     for module in _extensions_for(argv):
-        mod = __import__(f"stickyflow.adapters.{module}", fromlist=["add_parser"])
+        mod = __import__(f"stickyflow.adapters.cli.{module}", fromlist=["add_parser"])
         mod.add_parser(sub)
     p.set_defaults(cli_commands=sub.choices)
     return p
@@ -75,9 +75,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-# subcommands defined in other modules: name(s) -> module (under stickyflow.adapters) with add_parser(subparsers)
-_EXTENSIONS = {"batch": "cli.batch", "report": "cli.report", "simulate": "cli.simulate", "bench": "cli.bench",
-               "compare": "cli.compare", "decode, capture": "cli_capture", "plan": "cli.plan"}
+# subcommands defined in the other modules of this package: name(s) -> module with add_parser(subparsers)
+_EXTENSIONS = {"batch": "batch", "report": "report", "simulate": "simulate", "bench": "bench",
+               "compare": "compare", "decode, capture": "capture", "plan": "plan"}
 
 
 def _extensions_for(argv: Sequence[str] | None) -> list[str]:
