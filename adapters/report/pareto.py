@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from stickyflow.errors import InvalidSnapshotError, Problem
 
-from .base import _color, _marker, _pandas, _place_labels, _pyplot, _save
+from .base import series_color, series_marker, pandas_module, place_labels, pyplot, save_png
 
 __all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "snapshots_from", "batch_input", "first_with_racks",
            "has_racks", "with_cost_ratio", "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]
@@ -189,7 +189,7 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
     """
     import stickyflow
 
-    pd = _pandas()
+    pd = pandas_module()
     snaps = [stickyflow.as_snapshot(s) for s in snapshots]
     rows = []
     for kind in sorted({s.kind for s in snaps}):
@@ -235,7 +235,7 @@ def pareto_table(sweep):
     >>> pareto_table(t)[["assignor", "ratios", "moves"]].to_dict("records")
     [{'assignor': 'optimal', 'ratios': '0', 'moves': 5}, {'assignor': 'optimal', 'ratios': '1', 'moves': 9}, {'assignor': 'range', 'ratios': 'all (0 to 1)', 'moves': 40}]
     """
-    pd = _pandas()
+    pd = pandas_module()
     if sweep is None or not len(sweep):
         return sweep
     same = [c for c in ("snapshots", "skipped", "moves", "cross_rack", "imbalance_max", "proven", "fallbacks",
@@ -283,7 +283,7 @@ def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "opti
     order and labelled with their ratio, its Pareto front boxed, every other assignor's points marked.
     ``source`` says in the title and the legend which snapshots were swept (``"generated"``: the seeded
     :func:`pareto_snapshots`, not the batch's own)."""
-    plt = _pyplot()
+    plt = pyplot()
     sweep = sweep[sweep["snapshots"] > 0] if len(sweep) else sweep
     kinds = sorted(set(sweep["kind"])) if len(sweep) else ["consumer"]
     fig, axes = plt.subplots(1, len(kinds), figsize=(7.5 * len(kinds), 6.2), squeeze=False)
@@ -307,13 +307,13 @@ def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "opti
         title += "\non generated rack-aware groups, not the batch's own snapshots"
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _pareto_panel(ax, part, optimizer: str, legend_title: str | None = None) -> None:
     opt = part[part["assignor"] == optimizer].sort_values("ratio")
     if len(opt):
-        ax.plot(opt["moves"], opt["cross_rack"], "-o", color=_color(optimizer),
+        ax.plot(opt["moves"], opt["cross_rack"], "-o", color=series_color(optimizer),
                 label=f"{optimizer}, r = traffic_cost / non_overlap_cost", zorder=3)
         labels: dict[tuple[float, float], list[str]] = {}
         for _, row in opt.iterrows():  # ratios that land on the same point share one label; * = not all proven
@@ -324,12 +324,12 @@ def _pareto_panel(ax, part, optimizer: str, legend_title: str | None = None) -> 
                 label="Pareto front", zorder=4)
     for name, g in part[part["assignor"] != optimizer].groupby("assignor", sort=True):
         pts = g[["moves", "cross_rack"]].drop_duplicates()
-        ax.scatter(pts["moves"], pts["cross_rack"], marker=_marker(name), s=70, color=_color(name),
+        ax.scatter(pts["moves"], pts["cross_rack"], marker=series_marker(name), s=70, color=series_color(name),
                    label=name if len(pts) == 1 else f"{name} ({len(pts)} points)", zorder=5)
     # below the panel: inside it, the legend would cover points wherever they fall
     ax.legend(fontsize=8, title=legend_title, title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13),
               ncol=3, frameon=False)
     if len(opt):
-        _place_labels(ax, [(x, y, "r=" + ", ".join(t)) for (x, y), t in labels.items()], color=_color(optimizer))
+        place_labels(ax, [(x, y, "r=" + ", ".join(t)) for (x, y), t in labels.items()], color=series_color(optimizer))
 
 
