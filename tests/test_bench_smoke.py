@@ -70,6 +70,14 @@ def test_bench_command_writes_json_table_and_plot(tmp_path):
     assert (tmp_path / "bench-full.png").stat().st_size > 1000
 
 
+def test_every_public_name_of_the_bench_package_loads():
+    """``stickyflow.adapters.bench`` serves its modules' names lazily: each one it lists resolves."""
+    from stickyflow.adapters import bench
+
+    for name in bench.__all__:
+        assert getattr(bench, name) is not None, name
+
+
 def test_unknown_assignor_is_refused(capsys):
     assert main(["bench", "--assignors", "optimal,nope", "--out", "/nonexistent-never-written"]) == 2
     assert "nope" in capsys.readouterr().err

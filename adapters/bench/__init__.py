@@ -58,13 +58,14 @@ __all__ = [
     "SUBSCRIPTIONS",
 ]
 
-# public name -> the module that defines it (imported on first use: numpy and the solvers load only then)
+# public name -> the module that defines it, relative to this package (imported on first use: numpy and the
+# solvers load only then)
 _HOME = {
-    "Case": "cases", "consumer_cases": "cases", "streams_cases": "cases", "topic_count": "cases",
-    "consumer_snapshot": "cases", "streams_document": "cases", "min_moves_equal": "cases",
-    "run_suite": "suite",
-    "environment": "..runtime", "markdown_table": "output", "plot": "output",
-    "Goal": "goals", "run_goals": "goals", "solve_process": "goals",
+    "Case": ".cases", "consumer_cases": ".cases", "streams_cases": ".cases", "topic_count": ".cases",
+    "consumer_snapshot": ".cases", "streams_document": ".cases", "min_moves_equal": ".cases",
+    "run_suite": ".suite",
+    "environment": "..runtime", "markdown_table": ".output", "plot": ".output",
+    "Goal": ".goals", "run_goals": ".goals", "solve_process": ".goals",
 }
 
 
@@ -74,6 +75,6 @@ def __getattr__(name: str):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
