@@ -202,7 +202,7 @@ def _float_or_none(v: Any) -> float | None:
 
 # --------------------------------------------------------------------------- frames
 
-def _typed_frame(rows: list[dict[str, Any]], columns: Mapping[str, str]):
+def typed_frame(rows: list[dict[str, Any]], columns: Mapping[str, str]):
     """A frame with exactly ``columns`` and their nullable dtypes (pandas 3's default ``str`` dtype
     turns missing text into NaN; the ``string`` dtype keeps ``<NA>``, and Arrow sees plain strings)."""
     pd = _pd()
@@ -233,7 +233,7 @@ def snapshots_frame(snapshots: Iterable[Any]):
         text, ident, kind = as_row(s)
         rows.append({"id": ident, "kind": kind, "source": source,
                      "snapshot": text.decode() if isinstance(text, bytes) else text})
-    return _typed_frame(rows, SNAPSHOT_COLUMNS)
+    return typed_frame(rows, SNAPSHOT_COLUMNS)
 
 
 def frame_snapshots(frame: Any, *, column: str = "snapshot") -> list[dict[str, Any]]:
@@ -263,7 +263,7 @@ def results_frame(results: Iterable[Any], *, include_result: bool = False):
     [{'assignor': 'optimal', 'moves': 1, 'imbalance': 1.0}, {'assignor': 'roundrobin', 'moves': 2, 'imbalance': 1.0}]
     """
     rows = [result_row(r, include_result=include_result) for r in results]
-    return _typed_frame(rows, _columns(include_result))
+    return typed_frame(rows, result_columns(include_result))
 
 
 def frame_results(frame: Any) -> list[dict[str, Any] | None]:
@@ -285,7 +285,7 @@ def solve_frame(snapshots: Any, assignors: Sequence[str] = ("optimal", "sticky")
     Bad snapshots become rows with ``status`` ``"invalid"`` and the reason in ``error``.
     """
     pd = _pd()
-    assignors = _assignor_list(assignors)
+    assignors = assignor_list(assignors)
     if isinstance(snapshots, pd.DataFrame):
         texts = snapshots[column].tolist()
         sources = snapshots["source"].tolist() if "source" in snapshots.columns else [None] * len(texts)
@@ -300,7 +300,7 @@ def solve_frame(snapshots: Any, assignors: Sequence[str] = ("optimal", "sticky")
             continue
         rows += solve_text(text, assignors, source=_text_or_none(source), time_limit=time_limit, seed=seed,
                            num_workers=num_workers, include_result=include_result)
-    return _typed_frame(rows, _columns(include_result))
+    return typed_frame(rows, result_columns(include_result))
 
 
 def assignment_frame(result: Any):
@@ -341,7 +341,8 @@ def assignment_frame(result: Any):
                          "partition": cat(parts, np.int64), "this_round": cat(now, bool)})
 
 
-def _columns(include_result: bool) -> dict[str, str]:
+def result_columns(include_result: bool) -> dict[str, str]:
+    """:data:`RESULT_COLUMNS`, without ``result`` unless ``include_result``."""
     cols = dict(RESULT_COLUMNS)
     if not include_result:
         del cols["result"]
@@ -352,7 +353,12 @@ def _text_or_none(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _assignor_list(assignors: str | Sequence[str]) -> list[str]:
+def assignor_list(assignors: str | Sequence[str]) -> list[str]:
+    """The assignor names of ``"a,b"`` or a sequence, stripped and without repeats; ValueError when none.
+
+    >>> assignor_list("optimal, sticky,optimal")
+    ['optimal', 'sticky']
+    """
     names = [a.strip() for a in assignors.split(",")] if isinstance(assignors, str) else [str(a) for a in assignors]
     names = [a for a in names if a]
     if not names:

@@ -65,7 +65,8 @@ from stickyflow.model.consumer import ConsumerSnapshot
 
 __all__ = ["run_peer", "peer_names", "PeerError", "PeerUnsupportedError", "PeerInvalidError"]
 
-_PEERS = {
+# kafka-python's assignor per peer name: (module, class)
+PEER_CLASSES = {
     "sticky": ("kafka.coordinator.assignors.sticky.sticky_assignor", "StickyPartitionAssignor"),
     "range": ("kafka.coordinator.assignors.range", "RangePartitionAssignor"),
     "roundrobin": ("kafka.coordinator.assignors.roundrobin", "RoundRobinPartitionAssignor"),
@@ -91,10 +92,13 @@ class PeerInvalidError(PeerError):
 
 def peer_names() -> list[str]:
     """The kafka-python assignors :func:`run_peer` can run: ``["range", "roundrobin", "sticky"]``."""
-    return sorted(_PEERS)
+    return sorted(PEER_CLASSES)
 
 
-def _kafka():
+def kafka_classes():
+    """kafka-python's classes the peers need (``ClusterMetadata``, ``JoinGroupResponse``,
+    ``ConsumerProtocolSubscription``, ``MetadataResponse``, ``TopicPartition``), its assignors imported too;
+    :class:`~stickyflow.errors.BackendMissingError` when kafka-python is not installed."""
     try:
         with warnings.catch_warnings():  # its schema loader uses deprecated importlib.resources calls
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -103,7 +107,7 @@ def _kafka():
             from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
             from kafka.protocol.metadata import MetadataResponse
             from kafka.structs import TopicPartition
-            for module, _ in _PEERS.values():
+            for module, _ in PEER_CLASSES.values():
                 importlib.import_module(module)
     except ImportError as exc:
         raise BackendMissingError(
@@ -168,14 +172,14 @@ def run_peer(snapshot: ConsumerSnapshot, name: str, *, check: bool = True) -> di
     """
     if getattr(snapshot, "kind", None) != "consumer":
         raise PeerUnsupportedError("snapshot: the kafka-python peers take consumer snapshots only")
-    if name not in _PEERS:
+    if name not in PEER_CLASSES:
         raise UnknownAssignorError(f"name: {name!r} is not a kafka-python peer (known: {', '.join(peer_names())})")
-    ClusterMetadata, JoinGroupResponse, Subscription, MetadataResponse, TopicPartition = _kafka()
+    ClusterMetadata, JoinGroupResponse, Subscription, MetadataResponse, TopicPartition = kafka_classes()
     if name == "roundrobin":
         _refuse_mixed_subscriptions(snapshot)
     if not snapshot.members:  # no member, no leader: nothing runs in a real group either
         return {}
-    module, cls_name = _PEERS[name]
+    module, cls_name = PEER_CLASSES[name]
     assignor_cls = getattr(importlib.import_module(module), cls_name)
     cluster = _cluster(snapshot, ClusterMetadata, MetadataResponse)
     members = []

@@ -52,7 +52,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from .pandas import RESULT_COLUMNS, _assignor_list, error_rows, solve_text
+from .pandas import RESULT_COLUMNS, assignor_list, error_rows, solve_text
 from .spark_start import log4j_file, start_quietly
 
 __all__ = [
@@ -310,11 +310,11 @@ class _Solver:
             yield pa.RecordBatch.from_pylist(self.rows(texts, sources, wheres, lines), schema=schema)
 
     def pandas(self, frame: Any) -> Any:
-        from .pandas import _columns, _typed_frame
+        from .pandas import result_columns, typed_frame
 
         texts = [t if isinstance(t, str) else None for t in frame[SNAPSHOT_COLUMN].tolist()]
         wheres = frame[WHERE_COLUMN].tolist() if WHERE_COLUMN in frame.columns else None
-        return _typed_frame(self.rows(texts, frame["source"].tolist(), wheres), _columns(self.include_result))
+        return typed_frame(self.rows(texts, frame["source"].tolist(), wheres), result_columns(self.include_result))
 
 
 def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "sticky"), *,
@@ -333,7 +333,7 @@ def solve_dataframe(df: Any, assignors: Sequence[str] | str = ("optimal", "stick
     _quiet_pandas_warning()
     from pyspark.sql import functions as F
 
-    names = tuple(_assignor_list(assignors))
+    names = tuple(assignor_list(assignors))
     _check_assignor_names(names)
     if strategy not in ("arrow", "pandas"):
         raise ValueError(f'strategy: must be "arrow" or "pandas", not {strategy!r}')
@@ -480,7 +480,7 @@ def run_batch(input: str, output: str, assignors: Sequence[str] | str = ("optima
     while the solve runs (tasks done, elapsed time).
     """
     t0 = time.perf_counter()
-    names = _assignor_list(assignors)
+    names = assignor_list(assignors)
     _check_assignor_names(names)
     format = format or _guess_format(input)  # a missing INPUT fails here, before Spark starts
     if spark is None:
@@ -498,7 +498,7 @@ def run_batch(input: str, output: str, assignors: Sequence[str] | str = ("optima
     spark.conf.set("spark.sql.files.minPartitionNum", str(partitions))
     group = f"stickyflow-batch-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, f"stickyflow batch {input}")
-    watcher = _ProgressWatcher(sc, group, progress) if progress else None
+    watcher = ProgressWatcher(sc, group, progress) if progress else None
     try:
         snaps = read_snapshots(spark, input, column=column, format=format, file_paths=True)
         rows = solve_dataframe(snaps, names, partitions=partitions, strategy=strategy, time_limit=time_limit,
@@ -523,7 +523,7 @@ def run_batch(input: str, output: str, assignors: Sequence[str] | str = ("optima
     return summary
 
 
-class _ProgressWatcher:
+class ProgressWatcher:
     """Polls Spark's status tracker and reports the solve stage's tasks done (Spark's own bar needs a terminal)."""
 
     def __init__(self, sc: Any, group: str, report: Callable[[str], None], every: float = 2.0):

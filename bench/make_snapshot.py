@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from stickyflow.adapters.cli_bench import Case, consumer_snapshot, streams_document
+from stickyflow.adapters.bench import Case, consumer_snapshot, streams_document
 from stickyflow.model import jsonio
 from stickyflow.model.consumer import consumer_to_json
 

@@ -19,8 +19,8 @@ import pytest
 
 import stickyflow
 from stickyflow.adapters.cli import main
-from stickyflow.adapters.cli_bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
-                                           streams_document)
+from stickyflow.adapters.bench import (Case, consumer_snapshot, markdown_table, min_moves_equal, run_suite,
+                                       streams_document)
 from stickyflow.check.answer import ArrayAssignment, run_tuples, normalize_consumer_assignment
 from stickyflow.check.consumer import inspect_consumer
 from stickyflow.check.cooperative import cooperative_split
@@ -68,6 +68,14 @@ def test_bench_command_writes_json_table_and_plot(tmp_path):
     assert "| consumer 40 x 4, join, equal |" in (tmp_path / "bench-full.md").read_text()
     pytest.importorskip("matplotlib")
     assert (tmp_path / "bench-full.png").stat().st_size > 1000
+
+
+def test_every_public_name_of_the_bench_package_loads():
+    """``stickyflow.adapters.bench`` serves its modules' names lazily: each one it lists resolves."""
+    from stickyflow.adapters import bench
+
+    for name in bench.__all__:
+        assert getattr(bench, name) is not None, name
 
 
 def test_unknown_assignor_is_refused(capsys):

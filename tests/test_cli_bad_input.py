@@ -297,7 +297,7 @@ def test_help_and_version_import_nothing_heavy():
 
 
 def test_simulate_readiness_words_match_the_simulator():
-    from stickyflow.adapters import cli_simulate
+    from stickyflow.adapters.cli import simulate as cli_simulate
     from stickyflow.datasets import simulator
 
     assert cli_simulate.READINESS == simulator.READINESS
@@ -321,7 +321,7 @@ def test_help_width_is_shutils_without_importing_shutil(columns):
     probe = (
         "import sys\n"
         "from stickyflow.adapters.cli import main\n"
-        "from stickyflow.adapters import cli_input\n"
+        "from stickyflow.adapters.cli import input as cli_input\n"
         f"main(['solve', {str(SNAP)!r}, '-o', {os.devnull!r}])\n"
         "print('shutil' in sys.modules)\n"
         "import shutil\n"

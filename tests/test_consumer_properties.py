@@ -230,7 +230,7 @@ def test_kafka_python_roundrobin_really_crashes_on_mixed_subscriptions():
 
     snap = snapshot([{"id": "C0", "subscription": ["t0"]}, {"id": "C1", "subscription": ["t0", "t1"]}],
                     {"t0": {"partitions": 1}, "t1": {"partitions": 2}})
-    ClusterMetadata, JoinGroupResponse, Subscription, MetadataResponse, TopicPartition = peers._kafka()
+    ClusterMetadata, JoinGroupResponse, Subscription, MetadataResponse, TopicPartition = peers.kafka_classes()
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
     cluster = peers._cluster(snap, ClusterMetadata, MetadataResponse)

@@ -74,7 +74,7 @@ def test_a_capture_of_no_group_writes_no_file_and_says_so(groups, tmp_path, caps
 
 
 def test_an_unreachable_cluster_names_the_timeout_once():
-    from stickyflow.adapters.cli_capture import cluster_failure
+    from stickyflow.adapters.cli.capture import cluster_failure
 
     class KafkaTimeoutError(Exception):
         def __str__(self):
@@ -104,7 +104,7 @@ def test_decode_hints_at_input_when_bytes_come_as_text(encoding, hint, tmp_path,
 
 def test_a_run_that_never_converges_is_a_tall_flagged_bar_not_a_zero():
     pytest.importorskip("pandas")
-    from stickyflow.adapters.report_simulation import convergence_bars
+    from stickyflow.adapters.report.simulation import convergence_bars
     from stickyflow.datasets.simulator import preset, simulate
 
     sim = simulate(preset("streams-warmup"), ["sticky"])
@@ -143,7 +143,7 @@ def test_progress_lines_come_while_one_step_hangs():
 
 def test_the_pareto_sweep_counts_every_solve():
     pytest.importorskip("pandas")
-    from stickyflow.adapters.report_pareto import pareto_snapshots, pareto_sweep
+    from stickyflow.adapters.report.pareto import pareto_snapshots, pareto_sweep
 
     calls = []
     sweep = pareto_sweep(pareto_snapshots(2), (0.0, 1.0), ("optimal", "range"), progress=lambda: calls.append(1))
@@ -175,7 +175,7 @@ def _batch_folder(tmp_path, with_record: bool):
     of three snapshots: two with racks, one without."""
     pd = pytest.importorskip("pandas")
     pytest.importorskip("matplotlib")
-    from stickyflow.adapters.report_pareto import pareto_snapshots
+    from stickyflow.adapters.report.pareto import pareto_snapshots
     from stickyflow.adapters.spark import BATCH_RECORD, batch_record
 
     docs = pareto_snapshots(2, seed=5) + [dict(CONSUMER, id="no-racks")]
@@ -212,7 +212,7 @@ def test_a_batch_without_its_record_gets_no_generated_sweep_in_disguise(tmp_path
 
 def test_tables_show_a_dash_not_na():
     pd = pytest.importorskip("pandas")
-    from stickyflow.adapters.report_base import MISSING, html_page, without_na
+    from stickyflow.adapters.report.base import MISSING, html_page, without_na
 
     t = pd.DataFrame({"assignor": ["optimal", None], "balanced": pd.array([None, 3], dtype="Int64"),
                       "cost": pd.array([0.5, None], dtype="Float64")})
@@ -228,9 +228,9 @@ def test_no_legend_covers_a_panel(monkeypatch, tmp_path):
     kept_figures: list = []  # every figure the plot functions close, kept open to be looked at
     monkeypatch.setattr(plt, "close", kept_figures.append)
 
-    from stickyflow.adapters import cli_bench
+    from stickyflow.adapters.bench.output import plot as bench_plot
     from stickyflow.adapters.report import plot_metrics, plot_simulation, plot_time_vs_size
-    from stickyflow.adapters.report_study import plot_rounds, plot_vs_size
+    from stickyflow.adapters.report.study import plot_rounds, plot_vs_size
     from stickyflow.datasets.simulator import preset, simulate
 
     names = ["optimal", "sticky", "range"]
@@ -250,7 +250,7 @@ def test_no_legend_covers_a_panel(monkeypatch, tmp_path):
                               "rounds_max": [1, 3, 4], "snapshots": 5, "errors": 0}))
     records = [dict(kind="consumer", subscriptions="equal", event="join", size=n, members=10, assignor=a,
                     wall_s=0.001 * n, racks=0) for n in (100, 1000) for a in names]
-    cli_bench.plot(records, tmp_path / "bench.png", names)  # saves and closes its own figure
+    bench_plot(records, tmp_path / "bench.png", names)  # saves and closes its own figure
     assert len(kept_figures) >= 5
     for k, fig in enumerate(kept_figures):
         fig.canvas.draw()

@@ -59,18 +59,40 @@ def test_members_joining(seed, profiles):
     assert (a.status == "optimal") == per_partition_best(p, a.x), a.reason
 
 
+def _orphans_fit(problem: LoadProblem, limit: float) -> bool:
+    """Whether the partitions nobody holds fit, largest first each into the member with the most room left, beside
+    what the others keep, under ``limit`` (a sufficient condition for nobody else to have to move)."""
+    kept = problem.owner >= 0
+    room = limit * problem.capacity - np.bincount(problem.owner[kept], weights=problem.rates[kept],
+                                                  minlength=len(problem.capacity))
+    room[problem.member_class < 0] = -np.inf
+    for rate in np.sort(problem.rates[~kept])[::-1]:
+        best = int(np.argmax(room))
+        if room[best] < rate:
+            return False
+        room[best] -= rate
+    return True
+
+
 def test_members_leaving_is_proven(seed):
-    """Two of twenty leave: their partitions are dealt, nobody else moves, every rule is proven without a model.
-    (With a slack of 0.2 every orphan fits beside what the others keep; with less, a partition larger than the
-    room left may make someone release one.)"""
-    rng = np.random.default_rng(seed)
-    p = group(rng, 2000, 20, left=2, slack=0.2)
-    a = optimize(p, SolveOptions(method="plan"))
-    assert _valid(p, a.x)
-    kept = p.owner >= 0
-    assert np.array_equal(a.x[kept], p.owner[kept])
-    assert per_partition_best(p, a.x)
-    assert a.status == "optimal", a.reason
+    """Two of twenty leave: their partitions are dealt; where they fit beside what the others keep (largest first
+    into the most room, which holds for about 49 seeds in 50 with a slack of 0.2), nobody else moves and every rule
+    is proven without a model. Where a large orphan fits nowhere, someone must release a partition: the plan stays
+    within the limit and says ``feasible`` (seeds 109, 119, 122, 188 and 1470597586 of 2026-11-28)."""
+    for s in (seed, 109):
+        rng = np.random.default_rng(s)
+        p = group(rng, 2000, 20, left=2, slack=0.2)
+        a = optimize(p, SolveOptions(method="plan"))
+        assert _valid(p, a.x)
+        assert measure(p, a.x).peak <= peak_limit(p, a.bound) * (1 + 1e-12)
+        kept = p.owner >= 0
+        if _orphans_fit(p, peak_limit(p, a.bound)):
+            assert np.array_equal(a.x[kept], p.owner[kept])
+            assert per_partition_best(p, a.x)
+            assert a.status == "optimal", a.reason
+        else:
+            assert a.status in ("optimal", "feasible")
+            assert (a.x[kept] != p.owner[kept]).sum() <= (~kept).sum()
 
 
 def test_capacities_and_hot_partitions(seed):

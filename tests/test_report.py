@@ -324,7 +324,7 @@ def _labelled(fig, name):
 
 
 def test_every_plot_is_labelled(batch, figures, tmp_path):
-    from stickyflow.adapters import cli_bench
+    from stickyflow.adapters.bench.output import plot as bench_plot
     from stickyflow.adapters.compare import compare
     from stickyflow.datasets.simulator import preset, simulate
 
@@ -342,7 +342,7 @@ def test_every_plot_is_labelled(batch, figures, tmp_path):
                     racks=0) for k, s in (("consumer", "equal"), ("streams", "stateful"))
                for n, m in ((100, 10), (1000, 50))[: 2 if k == "consumer" else 1]
                for j, a in enumerate(("optimal", "sticky"))]
-    cli_bench.plot(records, tmp_path / "bench.png", ["optimal", "sticky"])
+    bench_plot(records, tmp_path / "bench.png", ["optimal", "sticky"])
     for k, fig in enumerate(figures):
         _labelled(fig, f"figure {k}")
 
@@ -410,7 +410,7 @@ def test_simulation_page_speaks_in_words_and_minutes(tmp_path):
 
 def test_table_cells_never_print_an_exponent_for_ordinary_numbers():
     """A p95 solve time of 39,050.06 ms printed as 3.905e+04 in the study's table: cells read as numbers."""
-    from stickyflow.adapters.report_base import _cell_number
+    from stickyflow.adapters.report.base import _cell_number
 
     assert _cell_number(39050.0626) == "39,050"
     assert _cell_number(1023.6664) == "1,024"

@@ -7,7 +7,7 @@ import pytest
 
 from stickyflow.adapters.pandas import solve_text
 from stickyflow.adapters.report import write_report
-from stickyflow.adapters.report_load import slack_table
+from stickyflow.adapters.report.load import slack_table
 from stickyflow.datasets.load_scenarios import drifted_snapshot
 
 pytest.importorskip("matplotlib")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .load_rows import BATCH_LOAD_COLUMNS, LOAD_METRICS, load_fields, peak_ratio
-from .report_base import pandas_module, place_labels, pyplot, save_png, series_color, series_marker
+from ..load_rows import BATCH_LOAD_COLUMNS, LOAD_METRICS, load_fields, peak_ratio
+from .base import pandas_module, place_labels, pyplot, save_png, series_color, series_marker
 
 __all__ = ["DEFAULT_SLACKS", "SLACK_ASSIGNORS", "LOAD_SUMMARY_COLUMNS", "has_loads", "with_load_columns",
            "load_summary", "plot_load_metrics", "with_load_slack", "first_with_loads", "load_snapshots",
@@ -80,7 +80,7 @@ def plot_load_metrics(frame, path: str | Path | None = None) -> bytes:
     """Consumer groups with loads, one bar per assignor (mean ± sd over the solved snapshots, n under each
     name): the peak over the best proven bound on the least possible peak, the load moved, and the members
     above their capacity. Returns the PNG bytes (and writes them to ``path`` when given)."""
-    from .report_batch import spread
+    from .batch import spread
 
     plt = pyplot()
     ok = frame[frame["error"].isna() | (frame["error"].astype(str) == "")]
@@ -141,8 +141,8 @@ def with_load_slack(snapshot: Any, slack: float) -> dict[str, Any]:
 
 def _parsed(text: Any) -> Any:
     import stickyflow
-    from stickyflow.model import jsonio
     from stickyflow.errors import InvalidSnapshotError
+    from stickyflow.model import jsonio
 
     try:
         return stickyflow.as_snapshot(jsonio.loads(text) if isinstance(text, (str, bytes)) else text)
@@ -267,7 +267,7 @@ def plot_load_front(sweep, path: str | Path | None = None, *, optimizer: str = "
     """The peak over the least possible (mean over the snapshots) against the load moved (as a percentage of
     all the load read): ``optimizer``'s points joined in slack order and labelled with their slack, the points
     no other of its points beats on both boxed, every other assignor one marker."""
-    from .report_pareto import pareto_front
+    from .pareto import pareto_front
 
     plt = pyplot()
     part = sweep[sweep["snapshots"] > 0] if len(sweep) else sweep

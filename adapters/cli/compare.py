@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli_input import int_at_least, master_url, seconds
+from .input import int_at_least, master_url, seconds
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"{PREFIX}: {line}", file=sys.stderr, flush=True)
 
-    from .compare import compare
+    from ..compare import compare
 
     try:
         study = compare(args.source, args.assignors, args.output, engine=engine, master=args.master,
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     cols = [c for c in ("kind", "assignor", "snapshots", "errors", "moves_mean", "imbalance_mean", "cross_rack_mean",
                         "cost_mean", "rounds_mean", "wall_ms_p50") if c in s.columns]
     if len(s):
-        from .report_base import without_na
+        from ..report.base import without_na
 
         print(without_na(s[cols]).to_string(index=False))
     say(f"wrote {study.out}/ (report.html, study.json, results.parquet, {len(study.files) - 3} more)")

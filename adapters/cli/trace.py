@@ -9,7 +9,7 @@ TRACE is a trace JSON file (``"format": "stickyflow.trace/1"``), ``trace:jpdc[:S
 trace per seed and delta. Methods are plan methods (``stickyflow.planning.methods``) and
 ``kafka:K`` (a static round-robin over K consumers; ``kafka:10-32`` is every K from 10
 to 32). Each run's consumers, R-score and latency percentiles go to standard output;
-with ``-o`` the study (:mod:`stickyflow.adapters.report_autoscale`) goes to OUT. Bad
+with ``-o`` the study (:mod:`stickyflow.adapters.report.autoscale`) goes to OUT. Bad
 input is one line on standard error and exit 2.
 """
 
@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from .cli_input import BadInput, int_at_least, positive_number
+from .input import BadInput, int_at_least, positive_number
 
 __all__ = ["add_trace_options", "is_trace", "run_trace", "DEFAULT_METHODS", "bounded_number", "NON_NEGATIVE"]
 
@@ -171,7 +171,7 @@ def run_trace(args: argparse.Namespace) -> int:
                                              "not to rate traces")
     if args.assignors != "optimal,sticky":
         raise BadInput("option --assignors", "a rate trace takes --methods (plan methods), not --assignors")
-    from .cli_input import output_location
+    from .input import output_location
 
     if args.output:
         output_location(args.output)
@@ -200,7 +200,7 @@ def run_trace(args: argparse.Namespace) -> int:
                   f"{s['p99_s']:>9.2f} {proven:>8} {time.perf_counter() - t:>7.1f}", flush=True)
     wall = time.perf_counter() - started
     if args.output:
-        from .report_autoscale import write_autoscale_report
+        from ..report.autoscale import write_autoscale_report
 
         record = {"command": ["stickyflow", *sys.argv[1:]], "methods": methods, "traces": [k[0] for k in runs],
                   "every": settings.every, "trigger": settings.trigger, "drain": settings.drain,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli_input import BadInput, assignor_names, existing_path, int_at_least, output_location, seconds
+from .input import BadInput, assignor_names, existing_path, int_at_least, output_location, seconds
 
 EXIT_OK = 0
 EXIT_NOTHING_SOLVED = 1
@@ -108,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
     if args.pareto_input and not args.no_pareto:
         _check_pareto_input(args.pareto_input)
 
-    from .report import DEFAULT_RATIOS, load_batch, write_report
-    from .report_load import DEFAULT_SLACKS
+    from ..report import DEFAULT_RATIOS, load_batch, write_report
+    from ..report.load import DEFAULT_SLACKS
 
     frame = load_batch(args.batch)  # read before anything is written: an unreadable batch leaves no folder behind
     pareto = None if args.no_pareto else args.pareto_input
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     cols = ["kind", "assignor", "snapshots", "errors", "moves_total", "imbalance_max", "cross_rack_total",
             "wall_s_mean", "wall_s_max"]
     if len(rep.summary):
-        from .report_base import without_na
+        from ..report.base import without_na
 
         print(without_na(rep.summary[cols]).to_string(index=False))
     for note in rep.notes:

@@ -24,11 +24,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .bench_cases import Case
+from .cases import Case
 
 # --------------------------------------------------------------------------- running one assignor
 
-def _peer_module():
+def peer_module():
+    """:mod:`stickyflow.adapters.peers`, imported when first asked for."""
     from stickyflow.adapters import peers
 
     return peers
@@ -38,8 +39,8 @@ def _timed_peer(snap, name: str) -> tuple[dict, float]:
     """Run kafka-python's assignor, timing only its ``assign(cluster, members)`` call."""
     import importlib
 
-    peers = _peer_module()
-    module, cls_name = peers._PEERS[name]
+    peers = peer_module()
+    module, cls_name = peers.PEER_CLASSES[name]
     cls = getattr(importlib.import_module(module), cls_name)
     original = cls.__dict__["assign"]
     spent = [0.0]
@@ -70,7 +71,7 @@ def _timed_peer(snap, name: str) -> tuple[dict, float]:
     return out, spent[0]
 
 
-def _one_run(case: Case, snap, assignor: str) -> tuple[float, float, dict[str, Any]]:
+def one_run(case: Case, snap, assignor: str) -> tuple[float, float, dict[str, Any]]:
     """(algorithm seconds, total seconds, facts) of one run."""
     import stickyflow
 
@@ -78,7 +79,7 @@ def _one_run(case: Case, snap, assignor: str) -> tuple[float, float, dict[str, A
     if assignor.startswith("kp-"):
         try:
             assignment, algo = _timed_peer(snap, assignor[3:])
-        except _peer_module().PeerUnsupportedError as exc:
+        except peer_module().PeerUnsupportedError as exc:
             raise _Unsupported(str(exc)) from None
         total = time.perf_counter() - t0
         from stickyflow.check.answer import as_array_assignment
@@ -144,7 +145,7 @@ def _peak_kib() -> int:
     return int(peak)
 
 
-def _measure(case: Case, snap, assignor: str, repeats: int, budget_s: float) -> dict[str, Any]:
+def measure(case: Case, snap, assignor: str, repeats: int, budget_s: float) -> dict[str, Any]:
     """In the child: repeated warm runs, then the peak memory of this process."""
     gc.collect()
     _reset_peak()
@@ -152,7 +153,7 @@ def _measure(case: Case, snap, assignor: str, repeats: int, budget_s: float) -> 
     walls, totals, facts = [], [], {}
     start = time.perf_counter()
     for k in range(max(1, repeats)):
-        algo, total, facts = _one_run(case, snap, assignor)
+        algo, total, facts = one_run(case, snap, assignor)
         walls.append(algo)
         totals.append(total)
         if time.perf_counter() - start > budget_s:
@@ -164,7 +165,7 @@ def _measure(case: Case, snap, assignor: str, repeats: int, budget_s: float) -> 
             **facts}
 
 
-def _in_child(fn: Callable[[], dict[str, Any]], timeout_s: float) -> dict[str, Any]:
+def in_child(fn: Callable[[], dict[str, Any]], timeout_s: float) -> dict[str, Any]:
     """Run ``fn`` in a forked child; its JSON answer, or ``{"status": "timeout"}`` / ``{"status": "error"}``."""
     if not hasattr(os, "fork"):  # pragma: no cover - non-POSIX: in-process, no timeout, no memory isolation
         try:
@@ -183,7 +184,7 @@ def _in_child(fn: Callable[[], dict[str, Any]], timeout_s: float) -> dict[str, A
             out = {"status": "skipped", "error": f"unsupported: {str(exc)[:300]}"}
         except BaseException as exc:  # report, never raise out of a forked child
             out = {"status": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        data = json.dumps(out, default=_json_default).encode()
+        data = json.dumps(out, default=json_default).encode()
         with os.fdopen(wfd, "wb") as fh:
             fh.write(data)
         os._exit(0)
@@ -215,7 +216,8 @@ def _in_child(fn: Callable[[], dict[str, Any]], timeout_s: float) -> dict[str, A
         return {"status": "error", "error": f"the benchmark child died (wait status {status})"}
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
+    """``json.dumps``' ``default`` for the bench's records: numpy numbers as Python ones."""
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):

@@ -17,8 +17,8 @@ import argparse
 import json
 import sys
 
-from .cli_input import BadInput, existing_path, int_at_least, positive_number, seconds, writable_file
-from .cli_trace import NON_NEGATIVE, bounded_number
+from .input import BadInput, existing_path, int_at_least, positive_number, seconds, writable_file
+from .trace import NON_NEGATIVE, bounded_number
 
 __all__ = ["add_parser"]
 

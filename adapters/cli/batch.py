@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli_input import (assignor_names, existing_path, int_at_least, key_value, local_path, master_url,
-                        output_location, seconds)
+from .input import (assignor_names, existing_path, int_at_least, key_value, local_path, master_url,
+                    output_location, seconds)
 
 __all__ = ["add_parser"]
 
@@ -60,7 +60,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         existing_path(local, kind="file or folder (INPUT)")
     output_location(args.output)
     assignor_names(args.assignors, "--assignors")
-    from .plan_rows import check_plan_names
+    from ..plan_rows import check_plan_names
 
     check_plan_names(args.assignors.split(","))  # plan:METHOD names a plan method
     conf = dict(args.conf)

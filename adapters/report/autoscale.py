@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .report_base import legend_outside, pyplot
+from .base import legend_outside, pyplot
 
 __all__ = ["write_autoscale_report", "autoscale_checks", "summary_table"]
 

@@ -3,18 +3,12 @@
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
-
-from .report_base import _EXTRA, _PALETTE, Html, _color, _pandas, _pyplot, _save, html_page
-from .report_batch import Report
+from .base import EXTRA_COLORS, PALETTE, Html, series_color, pandas_module, pyplot, save_png, html_page
+from .batch import Report
 
 __all__ = ["plot_simulation", "convergence_bars", "write_simulation_report"]
 
@@ -23,8 +17,8 @@ __all__ = ["plot_simulation", "convergence_bars", "write_simulation_report"]
 def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
     """Round-by-round panels of a simulation (a :class:`~stickyflow.datasets.simulator.Simulation` or its rows):
     moves, imbalance, cross-rack reads, warm-ups or withheld partitions, and rounds to converge per episode."""
-    plt = _pyplot()
-    pd = _pandas()
+    plt = pyplot()
+    pd = pandas_module()
     rows = pd.DataFrame(simulation.rows() if hasattr(simulation, "rows") else list(simulation))
     summary = pd.DataFrame(simulation.summary()) if hasattr(simulation, "summary") else None
     streams = bool(len(rows)) and (rows["kind"] == "streams").any()
@@ -79,7 +73,7 @@ def plot_simulation(simulation: Any, path: str | Path | None = None) -> bytes:
         fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=len(handles), fontsize=8,
                    frameon=False, title="run", title_fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.91 if handles else 0.97))
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def convergence_bars(summary, rows) -> list[dict[str, Any]]:
@@ -137,8 +131,8 @@ def _run_colors(labels: Sequence[str]) -> dict[str, str]:
     """An assignor's own colour, unless two runs share an assignor (readiness compared): then one colour each."""
     bases = [label.split(" ")[0] for label in labels]
     if len(set(bases)) == len(bases):
-        return {label: _color(label) for label in labels}
-    cycle = list(_PALETTE.values()) + list(_EXTRA)
+        return {label: series_color(label) for label in labels}
+    cycle = list(PALETTE.values()) + list(EXTRA_COLORS)
     return {label: cycle[i % len(cycle)] for i, label in enumerate(labels)}
 
 
@@ -157,7 +151,7 @@ def _short(text: str, n: int = 22) -> str:
 
 def write_simulation_report(simulation: Any, out_dir: str | Path, *, title: str | None = None) -> Report:
     """Write ``rounds.csv``, ``convergence.csv``, ``simulation.png`` and ``simulation.html`` into ``out_dir``."""
-    pd = _pandas()
+    pd = pandas_module()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rounds = pd.DataFrame(simulation.rows())
@@ -193,7 +187,7 @@ def _readiness(value: Any, kind: str) -> str:
 
 def _readable_summary(summary, simulation):
     """The convergence table in words: readiness spelled out, rounds 'not converged', times in minutes."""
-    pd = _pandas()
+    pd = pandas_module()
     kind = simulation.scenario.kind
     if not len(summary):
         return summary
@@ -213,7 +207,7 @@ def _readable_summary(summary, simulation):
 
 
 def _readable_rounds(rounds):
-    pd = _pandas()
+    pd = pandas_module()
     if not len(rounds):
         return rounds
     start = rounds.groupby("label")["time_ms"].transform("min")

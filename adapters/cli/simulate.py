@@ -3,7 +3,7 @@
 ``stickyflow simulate SCENARIO [-o OUTDIR] [--assignors optimal,sticky] [--readiness eager,conservative]``
 
 A rate trace in place of SCENARIO (``trace:jpdc``, ``trace:walk:...``, a trace file)
-plays an autoscaler instead: see :mod:`stickyflow.adapters.cli_trace`.
+plays an autoscaler instead: see :mod:`stickyflow.adapters.cli.trace`.
 
 SCENARIO is a scenario JSON file (see :func:`stickyflow.datasets.simulator.scenario_from_json`)
 or ``preset:NAME[:SEED]`` (``consumer-cooperative``, ``consumer-eager``,
@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_input import BadInput, assignor_names, existing_path, int_at_least, names, output_location, seconds
+from .input import BadInput, assignor_names, existing_path, int_at_least, names, output_location, seconds
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -51,7 +51,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int_at_least(0), default=None, help="seed of a preset (same as preset:NAME:SEED)")
     p.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS", help="solver time limit per round")
     p.add_argument("--rounds-table", action="store_true", help="also print every round")
-    from .cli_trace import add_trace_options
+    from .trace import add_trace_options
 
     add_trace_options(p)
     p.set_defaults(func=run, cli_arguments=("SCENARIO", "preset"), cli_assignor_option="--assignors")
@@ -71,7 +71,7 @@ def _preset(text: str, seed: int | None) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .cli_trace import is_trace, run_trace
+    from .trace import is_trace, run_trace
 
     if is_trace(args.scenario):
         return run_trace(args)
@@ -93,15 +93,15 @@ def run(args: argparse.Namespace) -> int:
     scenario = preset(name, seed=seed) if args.scenario.startswith("preset:") else load_scenario(args.scenario)
     if args.rounds is not None:
         scenario = _with_rounds(scenario, args.rounds)
-    from .compare import _warm_up
+    from ..runtime import warm_up
 
-    _warm_up(assignors)  # imports and first-call set-up are not the first round's solve time
+    warm_up(assignors)  # imports and first-call set-up are not the first round's solve time
     sim = simulate(scenario, assignors, readiness=args.readiness, time_limit=args.time_limit)
     _print(sim, rounds=args.rounds_table)
     if args.output:
         from stickyflow.model import jsonio
 
-        from .report import write_simulation_report
+        from ..report import write_simulation_report
 
         rep = write_simulation_report(sim, args.output)
         scenario_path = Path(args.output) / "scenario.json"

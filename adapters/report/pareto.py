@@ -9,14 +9,14 @@ from typing import Any, Callable, Iterable, Sequence
 
 from stickyflow.errors import InvalidSnapshotError, Problem
 
-from .report_base import _color, _marker, _pandas, _place_labels, _pyplot, _save
+from .base import series_color, series_marker, pandas_module, place_labels, pyplot, save_png
 
-__all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "read_snapshots", "batch_input", "first_with_racks",
+__all__ = ["DEFAULT_RATIOS", "GREEDY", "pareto_snapshots", "snapshots_from", "batch_input", "first_with_racks",
            "has_racks", "with_cost_ratio", "pareto_sweep", "pareto_table", "pareto_front", "plot_pareto"]
 
 DEFAULT_RATIOS = (0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
 GREEDY = ("sticky", "range", "roundrobin")
-_SCALE = 10  # non_overlap_cost in the sweep: ratios with one decimal stay exact integers
+COST_SCALE = 10  # non_overlap_cost in the sweep: ratios with one decimal stay exact integers
 # --------------------------------------------------------------------------- the Pareto sweep
 
 def pareto_snapshots(count: int = 12, seed: int = 0) -> list[dict[str, Any]]:
@@ -55,11 +55,12 @@ def pareto_snapshots(count: int = 12, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def read_snapshots(source: Any) -> list[Any]:
+def snapshots_from(source: Any) -> list[Any]:
     """Snapshots from a dataset (a folder of JSON files, a JSON Lines file, a Parquet file or folder with a
     ``snapshot`` column: :func:`stickyflow.datasets.io.read_dataset`), ``suite:NAME`` (a bundled suite), or a list.
 
-    Items that are not valid snapshots are skipped: a report is not the place to fail on one bad row.
+    Items that are not valid snapshots are skipped: a report is not the place to fail on one bad row. (Not
+    :func:`stickyflow.adapters.spark.read_snapshots`, which reads a dataset into a Spark DataFrame.)
     """
     import stickyflow
     from stickyflow.model import jsonio
@@ -89,7 +90,7 @@ def batch_input(batch: Any) -> str | None:
     file, an output written before the record existed)."""
     import json
 
-    from .spark import BATCH_RECORD
+    from ..spark import BATCH_RECORD
 
     if not isinstance(batch, (str, Path)):
         return None
@@ -141,7 +142,7 @@ def has_racks(snapshot: Any) -> bool:
     return snapshot.racks_known()
 
 
-def with_cost_ratio(snapshot: Any, ratio: float, scale: int = _SCALE) -> dict[str, Any]:
+def with_cost_ratio(snapshot: Any, ratio: float, scale: int = COST_SCALE) -> dict[str, Any]:
     """The snapshot's JSON with ``traffic_cost = round(ratio * scale)`` and ``non_overlap_cost = scale``.
 
     Consumer groups get ``rack_aware: true``; Streams applications get the
@@ -188,7 +189,7 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
     """
     import stickyflow
 
-    pd = _pandas()
+    pd = pandas_module()
     snaps = [stickyflow.as_snapshot(s) for s in snapshots]
     rows = []
     for kind in sorted({s.kind for s in snaps}):
@@ -198,7 +199,7 @@ def pareto_sweep(snapshots: Iterable[Any], ratios: Sequence[float] = DEFAULT_RAT
                 continue
             for ratio in ratios:
                 tot = {"kind": kind, "assignor": assignor, "ratio": float(ratio),
-                       "traffic_cost": int(round(ratio * _SCALE)), "non_overlap_cost": _SCALE, "snapshots": 0,
+                       "traffic_cost": int(round(ratio * COST_SCALE)), "non_overlap_cost": COST_SCALE, "snapshots": 0,
                        "skipped": 0, "moves": 0, "cross_rack": 0, "imbalance_max": 0, "proven": 0, "fallbacks": 0,
                        "followups": 0, "wall_s": 0.0}
                 for snap in of_kind:
@@ -234,7 +235,7 @@ def pareto_table(sweep):
     >>> pareto_table(t)[["assignor", "ratios", "moves"]].to_dict("records")
     [{'assignor': 'optimal', 'ratios': '0', 'moves': 5}, {'assignor': 'optimal', 'ratios': '1', 'moves': 9}, {'assignor': 'range', 'ratios': 'all (0 to 1)', 'moves': 40}]
     """
-    pd = _pandas()
+    pd = pandas_module()
     if sweep is None or not len(sweep):
         return sweep
     same = [c for c in ("snapshots", "skipped", "moves", "cross_rack", "imbalance_max", "proven", "fallbacks",
@@ -282,7 +283,7 @@ def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "opti
     order and labelled with their ratio, its Pareto front boxed, every other assignor's points marked.
     ``source`` says in the title and the legend which snapshots were swept (``"generated"``: the seeded
     :func:`pareto_snapshots`, not the batch's own)."""
-    plt = _pyplot()
+    plt = pyplot()
     sweep = sweep[sweep["snapshots"] > 0] if len(sweep) else sweep
     kinds = sorted(set(sweep["kind"])) if len(sweep) else ["consumer"]
     fig, axes = plt.subplots(1, len(kinds), figsize=(7.5 * len(kinds), 6.2), squeeze=False)
@@ -306,13 +307,13 @@ def plot_pareto(sweep, path: str | Path | None = None, *, optimizer: str = "opti
         title += "\non generated rack-aware groups, not the batch's own snapshots"
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _pareto_panel(ax, part, optimizer: str, legend_title: str | None = None) -> None:
     opt = part[part["assignor"] == optimizer].sort_values("ratio")
     if len(opt):
-        ax.plot(opt["moves"], opt["cross_rack"], "-o", color=_color(optimizer),
+        ax.plot(opt["moves"], opt["cross_rack"], "-o", color=series_color(optimizer),
                 label=f"{optimizer}, r = traffic_cost / non_overlap_cost", zorder=3)
         labels: dict[tuple[float, float], list[str]] = {}
         for _, row in opt.iterrows():  # ratios that land on the same point share one label; * = not all proven
@@ -323,12 +324,12 @@ def _pareto_panel(ax, part, optimizer: str, legend_title: str | None = None) -> 
                 label="Pareto front", zorder=4)
     for name, g in part[part["assignor"] != optimizer].groupby("assignor", sort=True):
         pts = g[["moves", "cross_rack"]].drop_duplicates()
-        ax.scatter(pts["moves"], pts["cross_rack"], marker=_marker(name), s=70, color=_color(name),
+        ax.scatter(pts["moves"], pts["cross_rack"], marker=series_marker(name), s=70, color=series_color(name),
                    label=name if len(pts) == 1 else f"{name} ({len(pts)} points)", zorder=5)
     # below the panel: inside it, the legend would cover points wherever they fall
     ax.legend(fontsize=8, title=legend_title, title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13),
               ncol=3, frameon=False)
     if len(opt):
-        _place_labels(ax, [(x, y, "r=" + ", ".join(t)) for (x, y), t in labels.items()], color=_color(optimizer))
+        place_labels(ax, [(x, y, "r=" + ", ".join(t)) for (x, y), t in labels.items()], color=series_color(optimizer))
 
 

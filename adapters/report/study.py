@@ -13,9 +13,9 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
-                          legend_outside)
-from .report_pareto import DEFAULT_RATIOS
+from .base import (Html, series_color, from_zero, log_axis, series_marker, pandas_module, pyplot, save_png, html_page,
+                   legend_outside)
+from .pareto import DEFAULT_RATIOS
 
 __all__ = ["DEFINITIONS", "plot_vs_size", "plot_rounds", "pareto_for_study", "pareto_table", "write_study_report"]
 
@@ -55,13 +55,13 @@ DEFINITIONS = (
 
 
 def _finite(v: Any) -> bool:
-    return v is not None and not (isinstance(v, float) and math.isnan(v)) and v is not _pandas().NA
+    return v is not None and not (isinstance(v, float) and math.isnan(v)) and v is not pandas_module().NA
 
 
 def plot_vs_size(by_size, column: str, path: str | Path | None = None, *, ylabel: str | None = None) -> bytes:
     """One panel per kind: ``column`` of :data:`by_size` (a size band's mean) against the band's mean size,
     one line per assignor."""
-    plt = _pyplot()
+    plt = pyplot()
     label = ylabel or SIZE_PLOTS.get(column, (column, ""))[0]
     t = by_size[by_size["solved"].fillna(0) > 0] if len(by_size) else by_size
     kinds = [k for k in ("consumer", "streams") if len(t) and (t["kind"] == k).any()] or ["consumer"]
@@ -80,8 +80,8 @@ def plot_vs_size(by_size, column: str, path: str | Path | None = None, *, ylabel
             xs_all += [p[0] for p in pts]
             ys_all += [p[1] for p in pts]
             optimal = assignor == "optimal"
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=_marker(assignor), ms=7 if optimal else 5,
-                    mfc=_color(assignor) if optimal else "none", color=_color(assignor), label=assignor,
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=series_marker(assignor), ms=7 if optimal else 5,
+                    mfc=series_color(assignor) if optimal else "none", color=series_color(assignor), label=assignor,
                     linestyle="--" if assignor.startswith("kp-") else "-", lw=2.2 if optimal else 1.3,
                     zorder=2 if optimal else 3, alpha=0.9, clip_on=False)  # a point at 0 is drawn whole
         if not series:
@@ -89,12 +89,12 @@ def plot_vs_size(by_size, column: str, path: str | Path | None = None, *, ylabel
                     transform=ax.transAxes)
         else:
             if max(xs_all) >= 20 * min(xs_all):
-                _log_axis(ax, "x")
+                log_axis(ax, "x")
             pos = [y for y in ys_all if y > 0]
             if column.startswith("wall_ms") and pos and max(pos) >= 30 * min(pos) and min(ys_all) > 0:
-                _log_axis(ax, "y")
+                log_axis(ax, "y")
             else:
-                _from_zero(ax, ys_all)
+                from_zero(ax, ys_all)
             if series > 1:
                 legend_outside(ax, title="assignor", title_fontsize=8)
         ax.set_xlabel(f"size: {SIZE_UNIT.get(kind, 'items')} per snapshot (band mean)")
@@ -102,12 +102,12 @@ def plot_vs_size(by_size, column: str, path: str | Path | None = None, *, ylabel
         ax.set_title(f"{kind} {'groups' if kind == 'consumer' else 'applications'}", fontsize=10)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_rounds(summary, path: str | Path | None = None) -> bytes:
     """Rebalances to converge per assignor (mean, and the most any snapshot took), one panel per kind."""
-    plt = _pyplot()
+    plt = pyplot()
     t = summary[summary["rounds_mean"].map(_finite)] if len(summary) else summary
     kinds = [k for k in ("consumer", "streams") if len(t) and (t["kind"] == k).any()] or ["consumer"]
     fig, axes = plt.subplots(1, len(kinds), figsize=(6.2 * len(kinds), 4.2), squeeze=False)
@@ -117,7 +117,7 @@ def plot_rounds(summary, path: str | Path | None = None) -> bytes:
         means = [float(v) for v in part["rounds_mean"]] if len(part) else []
         maxes = [float(v) for v in part["rounds_max"]] if len(part) else []
         x = list(range(len(names)))
-        ax.bar(x, means, color=[_color(n) for n in names], label="mean over snapshots")
+        ax.bar(x, means, color=[series_color(n) for n in names], label="mean over snapshots")
         ax.scatter(x, maxes, marker="_", s=400, color="black", zorder=3, label="most for one snapshot")
         played = part["snapshots"] - part["errors"].fillna(0) if "errors" in part.columns else part["snapshots"]
         ax.set_xticks(x, [f"{a}\nn={int(n)}" for a, n in zip(names, played)], fontsize=9,
@@ -133,7 +133,7 @@ def plot_rounds(summary, path: str | Path | None = None) -> bytes:
         else:
             ax.text(0.5, 0.5, "nothing played", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, ratios: Sequence[float] | None = None,
@@ -145,7 +145,7 @@ def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, rat
         return None
     import stickyflow
 
-    from .report_pareto import has_racks, pareto_sweep
+    from .pareto import has_racks, pareto_sweep
 
     found: dict[str, list[Any]] = {"consumer": [], "streams": []}
 
@@ -191,7 +191,7 @@ def pareto_for_study(src: Any, assignors: Sequence[str], *, count: int = 12, rat
 def pareto_table(sweep):
     """The sweep with no repeated rows: an assignor whose totals are the same at several ratios (a greedy one
     that ignores the costs, say) gets one row listing those ratios."""
-    from .report_pareto import pareto_table as collapse
+    from .pareto import pareto_table as collapse
 
     return collapse(sweep)
 
@@ -232,7 +232,7 @@ def write_study_report(out: str | Path, tables: Mapping[str, Any], record: Mappi
     pngs["rounds"] = plot_rounds(tables["summary"], files["rounds.png"])
     pareto = tables.get("pareto")
     if pareto is not None and len(pareto):
-        from .report_pareto import plot_pareto
+        from .pareto import plot_pareto
 
         files["pareto.png"] = out / "pareto.png"
         pngs["pareto"] = plot_pareto(pareto, files["pareto.png"])

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
-from .bench_cases import Case, consumer_snapshot, min_moves_equal, streams_document
-from .bench_config import ASSIGNORS
-from .bench_measure import _in_child, _measure, _one_run, _peer_module
+from ..runtime import warm_up
+from .cases import Case, consumer_snapshot, min_moves_equal, streams_document
+from .config import ASSIGNORS
+from .measure import in_child, measure, peer_module
 
 __all__ = ["run_suite"]
 
 # --------------------------------------------------------------------------- the suite
 
-def _available(assignor: str, kind: str) -> str | None:
+def available(assignor: str, kind: str) -> str | None:
     """None when ``assignor`` can run on ``kind``, else why not."""
     if assignor.startswith("kp-"):
         if kind != "consumer":
             return "kafka-python has no Kafka Streams assignor"
         try:
-            _peer_module()._kafka()
+            peer_module().kafka_classes()
         except Exception as exc:
             return f"kafka-python peers unavailable ({type(exc).__name__}: {exc})"
         return None
@@ -44,23 +45,6 @@ def _build(case: Case):
     return parse_snapshot(streams_document(case))
 
 
-def _warm_up(kinds: Iterable[str], assignors: Sequence[str]) -> None:
-    """Import and exercise every backend once, so that no run pays for first-use imports."""
-    for kind in kinds:
-        case = (Case(kind=kind, size=20, members=4, event="join", subscriptions="mixed") if kind == "consumer"
-                else Case(kind=kind, size=8, members=3, event="join", subscriptions="stateful"))
-        try:
-            snap = _build(case)
-        except Exception:
-            continue
-        for a in assignors:
-            if _available(a, kind) is None:
-                try:
-                    _one_run(case, snap, a)
-                except Exception:
-                    pass
-
-
 def run_suite(cases: Sequence[Case], assignors: Sequence[str] = ASSIGNORS, *, repeats: int = 5,
               budget_s: float = 3.0, timeout_s: float = 300.0, log: Callable[[str], None] | None = None,
               progress: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
@@ -71,7 +55,7 @@ def run_suite(cases: Sequence[Case], assignors: Sequence[str] = ASSIGNORS, *, re
     """
     log = log or (lambda s: None)
     kinds = sorted({c.kind for c in cases})
-    _warm_up(kinds, assignors)
+    warm_up(assignors, kinds=kinds)
     records: list[dict[str, Any]] = []
     # (kind, assignor, subscriptions, racks?) -> the size it timed out at: larger cases are skipped
     gave_up: dict[tuple[str, str, str, bool], tuple[int, int]] = {}
@@ -88,7 +72,7 @@ def run_suite(cases: Sequence[Case], assignors: Sequence[str] = ASSIGNORS, *, re
         bound_moves = min_moves_equal(snap) if case.kind == "consumer" else None
         case_records = []
         for a in assignors:
-            why = _available(a, case.kind)
+            why = available(a, case.kind)
             key = (case.kind, a, case.subscriptions, bool(case.racks))
             if why is None and key in gave_up:
                 size, members = gave_up[key]
@@ -97,7 +81,7 @@ def run_suite(cases: Sequence[Case], assignors: Sequence[str] = ASSIGNORS, *, re
             if why:
                 rec = {"status": "skipped", "error": why}
             else:
-                rec = _in_child(lambda: _measure(case, snap, a, repeats, budget_s), timeout_s)
+                rec = in_child(lambda: measure(case, snap, a, repeats, budget_s), timeout_s)
                 if rec.get("status") == "timeout":
                     gave_up[key] = (case.size, case.members)
             r = _record(case, a, rec)
@@ -136,7 +120,12 @@ def _fill_gaps(recs: list[dict[str, Any]]) -> None:
             r["gap_moves"] = r["moves"] - r["bound_moves"]
 
 
-def _fmt_s(x: float | None) -> str:
+def format_seconds(x: float | None) -> str:
+    """A duration for tables and log lines, in µs, ms or s (``-`` when unknown).
+
+    >>> format_seconds(0.0123), format_seconds(2.5), format_seconds(None)
+    ('12.3 ms', '2.50 s', '-')
+    """
     if x is None:
         return "-"
     if x < 1e-3:
@@ -150,7 +139,7 @@ def _line(r: dict[str, Any]) -> str:
     if r.get("status") in ("skipped", "timeout", "error"):
         return f"{r['case']:<44s} {r['assignor']:<14s} {r['status']}: {r.get('error')}"
     gap = r.get("gap_moves", r.get("gap_cost"))
-    return (f"{r['case']:<44s} {r['assignor']:<14s} {_fmt_s(r['wall_s']):>9s} x{r['runs']}  "
+    return (f"{r['case']:<44s} {r['assignor']:<14s} {format_seconds(r['wall_s']):>9s} x{r['runs']}  "
             f"peak {r['peak_mib']:7.1f} MiB (+{r['extra_mib']:.1f})  moves {r.get('moves')}  "
             f"imbalance {r.get('imbalance')}  cross_rack {r.get('cross_rack')}  {r.get('status')}"
             + (f"  gap {gap}" if gap is not None else "")

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .bench_cases import Case, consumer_snapshot, min_moves_equal, topic_count
-from .bench_measure import _in_child, _measure
-from .bench_suite import _available, _fmt_s, _warm_up
+from .cases import Case, consumer_snapshot, min_moves_equal, topic_count
+from .measure import in_child, measure
+from ..runtime import warm_up
+from .suite import available, format_seconds
 
 __all__ = ["Goal", "run_goals", "solve_process"]
 
@@ -29,11 +30,11 @@ def run_goals(out_dir: Path, *, repeats: int = 5, log: Callable[[str], None] = p
               per_topic: int = 2000, skip_peer: bool = False, timeout_s: float = 1800.0) -> list[Goal]:
     """Measure the issue's speed goals on this machine; each line says pass or fail with the numbers."""
     goals: list[Goal] = []
-    _warm_up(["consumer"], ["optimal"])
+    warm_up(["optimal"], kinds=["consumer"])
 
     def run(case: Case, assignor: str, reps: int = repeats) -> dict[str, Any]:
         snap = consumer_snapshot(case)
-        rec = _in_child(lambda: _measure(case, snap, assignor, reps, 30.0), timeout_s)
+        rec = in_child(lambda: measure(case, snap, assignor, reps, 30.0), timeout_s)
         rec["bound_moves"] = min_moves_equal(snap)
         return rec
 
@@ -43,8 +44,8 @@ def run_goals(out_dir: Path, *, repeats: int = 5, log: Callable[[str], None] = p
         r = run(c, "optimal")
         ok = r.get("wall_s") is not None and r["wall_s"] <= 1.0 and r.get("moves") == r["bound_moves"]
         goals.append(Goal(f"equal 1,000,000 x 2,000 join ({_topics_label(c)}): <= 1 s, optimal moves", ok,
-                          f"{_fmt_s(r.get('wall_s'))}, moves {r.get('moves')} (least possible {r['bound_moves']}), "
-                          f"peak {r.get('peak_mib')} MiB", r))
+                          f"{format_seconds(r.get('wall_s'))}, moves {r.get('moves')} "
+                          f"(least possible {r['bound_moves']}), peak {r.get('peak_mib')} MiB", r))
         log(_goal_line(goals[-1]))
     # 2. equal, 10k x 100, 10% join: <= 30 ms
     for pt in sorted({per_topic, 10_000}):
@@ -52,7 +53,7 @@ def run_goals(out_dir: Path, *, repeats: int = 5, log: Callable[[str], None] = p
         r = run(c, "optimal", max(repeats, 21))
         ok = r.get("wall_s") is not None and r["wall_s"] <= 0.030 and r.get("moves") == r["bound_moves"]
         goals.append(Goal(f"equal 10,000 x 100 join ({_topics_label(c)}): <= 30 ms", ok,
-                          f"{_fmt_s(r.get('wall_s'))} (median of {r.get('runs')}), moves {r.get('moves')}", r))
+                          f"{format_seconds(r.get('wall_s'))} (median of {r.get('runs')}), moves {r.get('moves')}", r))
         log(_goal_line(goals[-1]))
     # 3. mixed, 10% join: <= 3 s, proven optimal (1M x 2000, and 10k x 100)
     for size, members in ((1_000_000, 2_000), (10_000, 100)):
@@ -61,22 +62,22 @@ def run_goals(out_dir: Path, *, repeats: int = 5, log: Callable[[str], None] = p
         r = run(c, "optimal", 3 if size > 100_000 else repeats)
         ok = r.get("wall_s") is not None and r["wall_s"] <= 3.0 and r.get("status") == "optimal"
         goals.append(Goal(f"mixed {size:,} x {members:,} join ({_topics_label(c)}, 8 profiles): <= 3 s, proven optimal",
-                          ok, f"{_fmt_s(r.get('wall_s'))}, status {r.get('status')}, moves {r.get('moves')}, "
+                          ok, f"{format_seconds(r.get('wall_s'))}, status {r.get('status')}, moves {r.get('moves')}, "
                               f"peak {r.get('peak_mib')} MiB", r))
         log(_goal_line(goals[-1]))
     # 4. 10k x 1000 equal: >= 100x faster than kafka-python's sticky, no more moves
     c = Case(kind="consumer", size=10_000, members=1_000, event="join", subscriptions="equal", per_topic=per_topic)
     mine = run(c, "optimal")
-    if skip_peer or _available("kp-sticky", "consumer"):
+    if skip_peer or available("kp-sticky", "consumer"):
         goals.append(Goal("equal 10,000 x 1,000 join: >= 100x faster than kafka-python sticky, no more moves", None,
-                          f"optimal {_fmt_s(mine.get('wall_s'))}; kafka-python not run", {"optimal": mine}))
+                          f"optimal {format_seconds(mine.get('wall_s'))}; kafka-python not run", {"optimal": mine}))
     else:
         peer = run(c, "kp-sticky", 1)
         if peer.get("wall_s"):
             speedup = peer["wall_s"] / mine["wall_s"]
             ok = speedup >= 100 and mine["moves"] <= peer["moves"]
-            detail = (f"optimal {_fmt_s(mine['wall_s'])} / {mine['moves']} moves; kafka-python sticky "
-                      f"{_fmt_s(peer['wall_s'])} / {peer['moves']} moves: {speedup:,.0f}x")
+            detail = (f"optimal {format_seconds(mine['wall_s'])} / {mine['moves']} moves; kafka-python sticky "
+                      f"{format_seconds(peer['wall_s'])} / {peer['moves']} moves: {speedup:,.0f}x")
         else:
             ok, detail = False, f"kafka-python sticky: {peer.get('status')} {peer.get('error')}"
         goals.append(Goal("equal 10,000 x 1,000 join: >= 100x faster than kafka-python sticky, no more moves", ok,

@@ -11,7 +11,7 @@ start in a blink.
 Bad input of any command is one line on standard error and exit 2, starting
 ``stickyflow COMMAND:`` (``stickyflow:`` alone only when no command was named;
 warnings and notes begin the same way), then naming the culprit (``option --x:``, ``path:``, ``snapshot:``, see
-:mod:`stickyflow.adapters.cli_input`); never a traceback. Exit 1 is a failure
+:mod:`stickyflow.adapters.cli.input`); never a traceback. Exit 1 is a failure
 that is not the input's fault (a solver fault, a missing optional package,
 Spark failing).
 """
@@ -23,7 +23,7 @@ import os
 import sys
 from typing import Sequence
 
-from .cli_input import BadInput, Parser, describe, int_at_least, seconds, writable_file
+from .input import BadInput, Parser, describe, int_at_least, seconds, writable_file
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -60,7 +60,7 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_assignors)
 
     for module in _extensions_for(argv):
-        mod = __import__(f"stickyflow.adapters.{module}", fromlist=["add_parser"])
+        mod = __import__(f"stickyflow.adapters.cli.{module}", fromlist=["add_parser"])
         mod.add_parser(sub)
     p.set_defaults(cli_commands=sub.choices)
     return p
@@ -75,9 +75,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-# subcommands defined in other modules of this package: name(s) -> module with add_parser(subparsers)
-_EXTENSIONS = {"batch": "cli_batch", "report": "cli_report", "simulate": "cli_simulate", "bench": "cli_bench",
-               "compare": "cli_compare", "decode, capture": "cli_capture", "plan": "cli_plan"}
+# subcommands defined in the other modules of this package: name(s) -> module with add_parser(subparsers)
+_EXTENSIONS = {"batch": "batch", "report": "report", "simulate": "simulate", "bench": "bench",
+               "compare": "compare", "decode, capture": "capture", "plan": "plan"}
 
 
 def _extensions_for(argv: Sequence[str] | None) -> list[str]:
@@ -97,7 +97,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     import stickyflow
     from stickyflow.snapshot import dumps_result, loads_snapshot
 
-    from .cli_input import existing_path
+    from .input import existing_path
 
     if ":" in args.assignor:
         _importable_from_here()
@@ -199,7 +199,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         say(f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -13,12 +13,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
-from .report_base import (Html, _color, _from_zero, _log_axis, _marker, _pandas, _pyplot, _save, html_page,
-                          legend_outside)
-from .report_load import (DEFAULT_SLACKS, LOAD_SUMMARY_COLUMNS, first_with_loads, has_loads, load_blocks,
-                          load_snapshots, load_summary, with_load_columns)
-from .report_pareto import (DEFAULT_RATIOS, GREEDY, _SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
-                            pareto_sweep, pareto_table, plot_pareto, read_snapshots)
+from .base import (Html, series_color, from_zero, log_axis, series_marker, pandas_module, pyplot, save_png, html_page,
+                   legend_outside)
+from .load import (DEFAULT_SLACKS, LOAD_SUMMARY_COLUMNS, first_with_loads, has_loads, load_blocks,
+                   load_snapshots, load_summary, with_load_columns)
+from .pareto import (DEFAULT_RATIOS, GREEDY, COST_SCALE, batch_input, first_with_racks, has_racks, pareto_snapshots,
+                     pareto_sweep, pareto_table, plot_pareto, snapshots_from)
 
 __all__ = ["BATCH_COLUMNS", "STATUSES", "SUMMARY_COLUMNS", "load_batch", "summary_table", "plot_metrics",
            "plot_time_vs_size", "Report", "write_report"]
@@ -43,7 +43,7 @@ def load_batch(source: Any):
     ``assignor`` (an error row for input that is not JSON, say) gets
     ``"(unknown)"`` there, so that it is still counted.
     """
-    pd = _pandas()
+    pd = pandas_module()
     if isinstance(source, pd.DataFrame):
         frame = source.copy()
     else:
@@ -82,13 +82,13 @@ def _missing(v: Any) -> bool:
     if v is None or (isinstance(v, str) and not v):
         return True
     try:
-        return bool(_pandas().isna(v))
+        return bool(pandas_module().isna(v))
     except (TypeError, ValueError):
         return False
 
 
 def _size_column(frame):
-    pd = _pandas()
+    pd = pandas_module()
     if "size" in frame.columns:
         return pd.to_numeric(frame["size"], errors="coerce")
     size = pd.Series(float("nan"), index=frame.index)
@@ -129,7 +129,7 @@ def summary_table(frame):
     without a kind count under kind ``"(unknown)"``. An empty batch gives an
     empty table (with the columns).
     """
-    pd = _pandas()
+    pd = pandas_module()
     frame = frame if "size" in frame.columns else load_batch(frame)
     rows = []
     for (kind, assignor), g in frame.groupby(["kind", "assignor"], sort=True, dropna=False):
@@ -194,7 +194,7 @@ def spread(values, *, how: str = "mean", scale: float = 1) -> tuple[float, float
     >>> spread([0.001, 0.002, 0.004], how="median", scale=1000)
     (2.0, 1.5, 3.0, 3)
     """
-    pd = _pandas()
+    pd = pandas_module()
     v = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").dropna().astype(float) * scale
     if not len(v):
         return 0.0, 0.0, 0.0, 0
@@ -214,7 +214,7 @@ def plot_metrics(frame, path: str | Path | None = None) -> bytes:
     A consumer group's partitions and a Streams application's tasks never share an axis. Returns the PNG
     bytes (and writes them to ``path`` when given).
     """
-    plt = _pyplot()
+    plt = pyplot()
     frame = frame if "size" in frame.columns else load_batch(frame)
     table = summary_table(frame)
     table = table[table["solved"] > 0] if len(table) else table
@@ -238,7 +238,7 @@ def plot_metrics(frame, path: str | Path | None = None) -> bytes:
             vals = [st[0] for st in stats]
             low = [st[0] - st[1] for st in stats]
             high = [st[2] - st[0] for st in stats]
-            ax.bar(range(len(names)), vals, color=[_color(a) for a in names])
+            ax.bar(range(len(names)), vals, color=[series_color(a) for a in names])
             ax.errorbar(range(len(names)), vals, yerr=[low, high], fmt="none", ecolor="black", elinewidth=1,
                         capsize=4)
             ax.set_xticks(range(len(names)), [f"{a}\nn={st[3]}" for a, st in zip(names, stats)], fontsize=8,
@@ -246,18 +246,18 @@ def plot_metrics(frame, path: str | Path | None = None) -> bytes:
             ax.set_xlabel(f"assignor ({kind}; n: snapshots)" if kind else "assignor")
             ax.set_ylabel(label, fontsize=9)
             ax.grid(axis="y", alpha=0.3)
-            _from_zero(ax, [st[2] for st in stats])
+            from_zero(ax, [st[2] for st in stats])
             if not names:
                 ax.text(0.5, 0.5, "no solved rows", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_time_vs_size(frame, path: str | Path | None = None) -> bytes:
     """Solve time against size, one panel per kind (partitions for consumer groups, tasks for Streams), one line
     per assignor through the median of each size band (powers of two), so that a worker's first call, which
     pays for imports, does not show as solve time; the band's points are drawn faintly behind."""
-    plt = _pyplot()
+    plt = pyplot()
     frame = frame if "size" in frame.columns else load_batch(frame)
     ok = _ok(frame)
     ok = ok[ok["size"].notna() & ok["wall_s"].notna() & (ok["wall_s"] > 0) & (ok["size"] > 0)]
@@ -270,14 +270,16 @@ def plot_time_vs_size(frame, path: str | Path | None = None) -> bytes:
             g = part[part["assignor"] == assignor]
             band = g["size"].map(lambda s: 1 << (int(s).bit_length() - 1))
             med = g.assign(band=band).groupby("band").agg(size=("size", "median"), ms=("wall_s", "median"))
-            ax.scatter(g["size"], 1000 * g["wall_s"], s=8, alpha=0.18, color=_color(assignor), marker=_marker(assignor))
-            ax.plot(med["size"], 1000 * med["ms"], marker=_marker(assignor), color=_color(assignor), label=assignor)
+            ax.scatter(g["size"], 1000 * g["wall_s"], s=8, alpha=0.18, color=series_color(assignor),
+                       marker=series_marker(assignor))
+            ax.plot(med["size"], 1000 * med["ms"], marker=series_marker(assignor), color=series_color(assignor),
+                    label=assignor)
             series += 1
         if len(part):
             if part["size"].max() >= 20 * part["size"].min():
-                _log_axis(ax, "x")
+                log_axis(ax, "x")
             if part["wall_s"].max() >= 30 * part["wall_s"].min():
-                _log_axis(ax, "y")
+                log_axis(ax, "y")
             if series > 1:
                 legend_outside(ax, title="assignor\n(line: band median)", title_fontsize=8)
         else:
@@ -289,7 +291,7 @@ def plot_time_vs_size(frame, path: str | Path | None = None) -> bytes:
         ax.set_title(f"{kind or ''} solve time against size".strip(), fontsize=10)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -337,7 +339,7 @@ def _readable(table):
     out = table.copy()
     for c in ("wall_s_mean", "wall_s_p50", "wall_s_p95", "wall_s_max"):
         if c in out.columns:
-            out[c] = _pandas().to_numeric(out[c], errors="coerce") * 1000
+            out[c] = pandas_module().to_numeric(out[c], errors="coerce") * 1000
     return out.rename(columns=names)
 
 
@@ -354,7 +356,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
     the record ``stickyflow batch`` leaves in its output, :func:`batch_input`),
     ``"generated"`` (``pareto_count`` seeded :func:`pareto_snapshots`; the
     plot says so; ``"default"`` is an old name for it), a dataset path or
-    ``suite:NAME`` (its snapshots with racks, :func:`read_snapshots`), a list
+    ``suite:NAME`` (its snapshots with racks, :func:`snapshots_from`), a list
     of snapshots, or None (no sweep). ``time_limit`` bounds each solve of the
     sweep (seconds; None: none). ``batch_source``: where ``batch`` was read
     from, when it is given as a frame.
@@ -362,7 +364,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
     A batch with load columns (consumer groups with rates) adds ``load.png`` and, over the consumer groups with
     rates of the same ``pareto_input`` (``generated``: seeded load-suite groups), a sweep of ``load_slack``
     over ``load_slacks`` (None: none): ``load_front.png``, ``load_front.csv``
-    (:mod:`stickyflow.adapters.report_load`).
+    (:mod:`stickyflow.adapters.report.load`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -383,7 +385,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
         notes.append(f"No row of the batch output was solved: all {len(frame)} rows are errors (listed below).")
     elif frame["size"].isna().all():
         notes.append("The batch output has no size columns (partitions, tasks): the size plot is empty.")
-    errors = _pandas().DataFrame()
+    errors = pandas_module().DataFrame()
     bad = frame[~frame.index.isin(_ok(frame).index)]
     if len(bad):
         # one row per distinct (status, kind, assignor, error), with how many rows share it and one example id:
@@ -428,7 +430,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
             source = (f"{len(snaps)} of the batch's own snapshots: the first with racks (at most {pareto_count} "
                       f"of each kind) among the {read} read from its input {where}")
         else:
-            every = read_snapshots(pareto_input)
+            every = snapshots_from(pareto_input)
             snaps = [s for s in every if has_racks(s)]
             source = f"the {len(snaps)} snapshots with racks of the {len(every)} in {pareto_input}"
         sweep = pareto_sweep(snaps, ratios, pareto_assignors, time_limit=time_limit)
@@ -447,7 +449,7 @@ def write_report(batch: Any, out_dir: str | Path, *, pareto_input: Any = "batch"
                          f"{row['snapshots'] + row['skipped']} {row['kind']} snapshots (at ratio {row['ratio']:g}).")
         blocks += [("Traffic against moves", pareto_png),
                    ("Pareto sweep", f"Input: {source}; ratios traffic_cost / non_overlap_cost = "
-                                    f"{', '.join(f'{r:g}' for r in ratios)} (non_overlap_cost = {_SCALE})."),
+                                    f"{', '.join(f'{r:g}' for r in ratios)} (non_overlap_cost = {COST_SCALE})."),
                    ("Pareto sweep totals (one row per assignor and result; ratios: where it gave that result)",
                     pareto_table(sweep))]
     loads = load_blocks(frame, out, snapshots=load_input[0], source=load_input[1], slacks=load_slacks,
@@ -474,7 +476,7 @@ def _load_input(pareto_input: Any, where: str | None, count: int, seed: int) -> 
     if isinstance(pareto_input, str) and pareto_input == "batch":
         snaps, read = first_with_loads(where.removeprefix("file://"), count)
         return snaps, f"the first {len(snaps)} with rates of the {read} snapshots read from the batch's input {where}"
-    every = read_snapshots(pareto_input)
+    every = snapshots_from(pareto_input)
     snaps = [s for s in every if has_loads(s)]
     return snaps, f"the {len(snaps)} consumer groups with rates of the {len(every)} snapshots in {pareto_input}"
 

@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from stickyflow.errors import BackendMissingError, InvalidSnapshotError, Problem
 
 __all__ = ["Html", "PAGE_CSS", "MISSING", "html_page", "legend_outside", "without_na", "pyplot", "pandas_module",
-           "save_png", "series_color", "series_marker", "place_labels"]
+           "save_png", "series_color", "series_marker", "place_labels", "log_axis", "from_zero", "PALETTE",
+           "EXTRA_COLORS"]
 
 MISSING = "\u2014"  # an em dash: how a table shows a value that is missing (pandas would print <NA> or NaN)
 
@@ -31,7 +32,7 @@ def without_na(frame):
     >>> without_na(t).to_string(index=False).splitlines()[-1].split()
     ['\u2014', '\u2014']
     """
-    pd = _pandas()
+    pd = pandas_module()
     out = frame.copy()
     for c in out.columns:
         col = out[c]
@@ -41,9 +42,11 @@ def without_na(frame):
                                index=out.index, dtype=object)
     return out
 
+
 # --------------------------------------------------------------------------- optional backends
 
-def _pandas():
+def pandas_module():
+    """pandas, or :class:`BackendMissingError` naming ``stickyflow[plots]``."""
     try:
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - exercised only without pandas
@@ -51,7 +54,7 @@ def _pandas():
     return pd
 
 
-def _pyplot():
+def pyplot():
     """matplotlib's pyplot on the Agg backend, or :class:`BackendMissingError` naming ``stickyflow[plots]``."""
     try:
         import matplotlib
@@ -63,10 +66,8 @@ def _pyplot():
     return plt
 
 
-pyplot = _pyplot  # the public name, for modules outside this family
-
-
-def _save(fig, path: str | Path | None) -> bytes:
+def save_png(fig, path: str | Path | None) -> bytes:
+    """The figure as PNG bytes, written to ``path`` too unless it is None; the figure is closed."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     import matplotlib.pyplot as plt
@@ -78,24 +79,30 @@ def _save(fig, path: str | Path | None) -> bytes:
     return data
 
 
-_PALETTE = {"optimal": "#1f77b4", "sticky": "#ff7f0e", "range": "#2ca02c", "roundrobin": "#d62728",
-            "uniform": "#9467bd", "kip1071": "#8c564b", "kp-sticky": "#e6a25c", "kp-range": "#7fbf7b",
-            "kp-roundrobin": "#e7969c", "lpt": "#17becf", "lag-based": "#bcbd22"}
-_EXTRA = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+PALETTE = {"optimal": "#1f77b4", "sticky": "#ff7f0e", "range": "#2ca02c", "roundrobin": "#d62728",
+           "uniform": "#9467bd", "kip1071": "#8c564b", "kp-sticky": "#e6a25c", "kp-range": "#7fbf7b",
+           "kp-roundrobin": "#e7969c", "lpt": "#17becf", "lag-based": "#bcbd22"}
+EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
-def _color(name: str) -> str:
+def series_color(name: str) -> str:
+    """The colour of an assignor's series (:data:`PALETTE`; another name gets one of :data:`EXTRA_COLORS`).
+
+    >>> series_color("optimal"), series_color("optimal (warm)")
+    ('#1f77b4', '#1f77b4')
+    """
     base = name.split(" ")[0]
-    if base in _PALETTE:
-        return _PALETTE[base]
-    return _EXTRA[sum(map(ord, name)) % len(_EXTRA)]
+    if base in PALETTE:
+        return PALETTE[base]
+    return EXTRA_COLORS[sum(map(ord, name)) % len(EXTRA_COLORS)]
 
 
 _MARKERS = {"optimal": "o", "sticky": "D", "range": "^", "roundrobin": "v", "uniform": "s", "kip1071": "P",
             "kp-sticky": "x", "kp-range": "1", "kp-roundrobin": "2", "lpt": "*", "lag-based": "p"}
 
 
-def _marker(name: str) -> str:
+def series_marker(name: str) -> str:
+    """The marker of an assignor's points (``h`` for a name without one of its own)."""
     return _MARKERS.get(name.split(" ")[0], "h")
 
 
@@ -108,7 +115,7 @@ def _plain_number(x: float, _pos: Any = None) -> str:
     return f"{x:.3g}"
 
 
-def _log_axis(ax, which: str = "x") -> None:
+def log_axis(ax, which: str = "x") -> None:
     """A log axis labelled at powers of ten (and 2x, 5x when few decades) in plain numbers, minor labels off."""
     import matplotlib.ticker as mt
 
@@ -121,7 +128,7 @@ def _log_axis(ax, which: str = "x") -> None:
     axis.set_minor_formatter(mt.NullFormatter())
 
 
-def _place_labels(ax, items: Sequence[tuple[float, float, str]], *, color: str = "black", fontsize: int = 8) -> None:
+def place_labels(ax, items: Sequence[tuple[float, float, str]], *, color: str = "black", fontsize: int = 8) -> None:
     """Annotate points so that no two labels overlap each other: each label takes the first of a few offsets
     around its point whose box is clear of the labels already placed (else the least crowded one)."""
     fig = ax.figure
@@ -158,7 +165,7 @@ def legend_outside(ax, **kwargs: Any) -> Any:
     return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, **kwargs)
 
 
-def _from_zero(ax, values: Sequence[float]) -> None:
+def from_zero(ax, values: Sequence[float]) -> None:
     """Counts start at zero; an all-zero panel shows 0 to 1, not +-0.04."""
     finite = [v for v in values if v is not None and v == v]
     top = max(finite) if finite else 0
@@ -187,7 +194,7 @@ def html_page(title: str, blocks: Sequence[tuple[str, Any]]) -> str:
     """A self-contained HTML page. Each block is ``(heading, content)`` where content is PNG bytes
     (embedded as a data URI), a pandas DataFrame (a table, never wider than the page: it scrolls inside
     its box), :class:`Html`, or text (a paragraph)."""
-    pd = _pandas()
+    pd = pandas_module()
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -230,11 +237,3 @@ def _cell_number(x: float) -> str:
         return f"{x:.3g}"
     return f"{x:.4g}"
 
-
-# public names of the helpers above, for the drawing modules written since (a module imports no other module's
-# private names; the older report modules predate that rule)
-pandas_module = _pandas
-save_png = _save
-series_color = _color
-series_marker = _marker
-place_labels = _place_labels

@@ -25,21 +25,21 @@ matplotlib runs on its Agg backend, so no display is needed.
 >>> summary_table(frame)[["assignor", "moves_total", "imbalance_max"]].to_dict("records")
 [{'assignor': 'optimal', 'moves_total': 0, 'imbalance_max': 0}, {'assignor': 'range', 'moves_total': 3, 'imbalance_max': 2}]
 
-The code lives in one module per idea: :mod:`.report_base` (backends, colours,
-axes, the HTML page), :mod:`.report_batch` (a batch's table and plots),
-:mod:`.report_pareto` (the sweep), :mod:`.report_simulation` and
-:mod:`.report_study` (``stickyflow compare``); every public name stays importable here.
+The code lives in one module per idea: :mod:`.base` (backends, colours, axes, the HTML page),
+:mod:`.batch` (a batch's table and plots), :mod:`.pareto` (the sweep), :mod:`.load` (load columns and the
+peak-against-moved-load front), :mod:`.simulation`, :mod:`.study` (``stickyflow compare``) and
+:mod:`.autoscale` (``stickyflow simulate --trace``); the public names of base, batch, pareto and simulation
+stay importable here.
 """
 
 from __future__ import annotations
 
-from .report_base import (PAGE_CSS, Html, _cell_number, _color, _from_zero, _log_axis, _marker, _pandas,  # noqa: F401
-                          _pyplot, _save, html_page)
-from .report_batch import (BATCH_COLUMNS, STATUSES, SUMMARY_COLUMNS, UNKNOWN, Report, _ok, load_batch,  # noqa: F401
-                           plot_metrics, plot_time_vs_size, summary_table, write_report)
-from .report_pareto import (_SCALE, DEFAULT_RATIOS, GREEDY, has_racks, pareto_front, pareto_snapshots,  # noqa: F401
-                            pareto_sweep, pareto_table, plot_pareto, read_snapshots, with_cost_ratio)
-from .report_simulation import plot_simulation, write_simulation_report  # noqa: F401
+from .base import PAGE_CSS, Html, html_page  # noqa: F401
+from .batch import (BATCH_COLUMNS, STATUSES, SUMMARY_COLUMNS, UNKNOWN, Report, load_batch,  # noqa: F401
+                    plot_metrics, plot_time_vs_size, summary_table, write_report)
+from .pareto import (COST_SCALE, DEFAULT_RATIOS, GREEDY, has_racks, pareto_front, pareto_snapshots,  # noqa: F401
+                     pareto_sweep, pareto_table, plot_pareto, snapshots_from, with_cost_ratio)
+from .simulation import plot_simulation, write_simulation_report  # noqa: F401
 
 __all__ = [
     "DEFAULT_RATIOS",
@@ -50,7 +50,7 @@ __all__ = [
     "plot_metrics",
     "plot_time_vs_size",
     "pareto_snapshots",
-    "read_snapshots",
+    "snapshots_from",
     "has_racks",
     "with_cost_ratio",
     "pareto_sweep",

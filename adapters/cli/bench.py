@@ -12,25 +12,11 @@ lower bound. It writes JSON, a Markdown table and a PNG plot::
     stickyflow bench                         # the full suite (long: kafka-python is slow)
     stickyflow bench --goals                 # the speed targets, each pass or fail
 
-The work is split by idea (``bench-results/`` is git-ignored):
-
-* :mod:`~stickyflow.adapters.bench_config`: the suite's assignors, events and sizes;
-* :mod:`~stickyflow.adapters.bench_cases`: the seeded inputs and the closed-form least moves;
-* :mod:`~stickyflow.adapters.bench_measure`: one assignor on one input, in a forked child
-  (``peak_mib`` is the child's peak, ``extra_mib`` the part above what the
-  process held before the assignor ran; ``wall_s`` the median of up to
-  ``--repeats`` warm runs);
-* :mod:`~stickyflow.adapters.bench_suite`: every case through every assignor, with the gaps
-  to the lower bounds (``bound_sumsq``, ``bound_cost`` from the optimizer's
-  proven optimum; ``bound_moves`` in closed form with equal subscriptions and no
-  racks, independently of any solver);
-* :mod:`~stickyflow.adapters.bench_output`: environment, Markdown tables, the plot;
-* :mod:`~stickyflow.adapters.bench_goals`: the speed targets.
+The work lives in :mod:`stickyflow.adapters.bench` (``bench-results/`` is git-ignored).
 
 This module is the command: its options are checked while the command line
 is parsed (one line and exit 2 for a bad value), and it imports the rest only
-when the bench runs. The public names of the modules above are importable
-from here too (``from stickyflow.adapters.cli_bench import Case, run_suite``).
+when the bench runs.
 """
 
 from __future__ import annotations
@@ -39,64 +25,13 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from .bench_config import (ASSIGNORS, EVENTS, FULL_CONSUMER_SIZES, FULL_STREAMS_SIZES, PEER_ASSIGNORS,
-                           QUICK_CONSUMER_SIZES, QUICK_STREAMS_SIZES, STICKYFLOW_ASSIGNORS, SUBSCRIPTIONS)
-from .cli_input import BadInput, int_at_least, names, path, seconds, sizes, writable_dir
-
-if TYPE_CHECKING:  # what static tools read; at run time these load on first use (``__getattr__`` below)
-    from .bench_cases import (Case, consumer_cases, consumer_snapshot, min_moves_equal, streams_cases,
-                              streams_document, topic_count)
-    from .bench_goals import Goal, run_goals, solve_process
-    from .bench_output import environment, markdown_table, plot
-    from .bench_suite import run_suite
-
-__all__ = [
-    "Case",
-    "consumer_snapshot",
-    "streams_document",
-    "consumer_cases",
-    "streams_cases",
-    "run_suite",
-    "run_goals",
-    "min_moves_equal",
-    "markdown_table",
-    "plot",
-    "environment",
-    "topic_count",
-    "Goal",
-    "solve_process",
-    "ASSIGNORS",
-    "STICKYFLOW_ASSIGNORS",
-    "PEER_ASSIGNORS",
-    "EVENTS",
-    "SUBSCRIPTIONS",
-    "add_parser",
-]
+from ..bench.config import (ASSIGNORS, EVENTS, FULL_CONSUMER_SIZES, FULL_STREAMS_SIZES, QUICK_CONSUMER_SIZES,
+                            QUICK_STREAMS_SIZES, STICKYFLOW_ASSIGNORS, SUBSCRIPTIONS)
+from .input import BadInput, int_at_least, names, path, seconds, sizes, writable_dir
 
 KINDS = ("consumer", "streams")
-
-# public name -> the module that defines it (imported on first use: numpy and the solvers load only then)
-_HOME = {
-    "Case": "bench_cases", "consumer_cases": "bench_cases", "streams_cases": "bench_cases",
-    "topic_count": "bench_cases", "consumer_snapshot": "bench_cases", "streams_document": "bench_cases",
-    "min_moves_equal": "bench_cases",
-    "run_suite": "bench_suite",
-    "environment": "bench_output", "markdown_table": "bench_output", "plot": "bench_output",
-    "Goal": "bench_goals", "run_goals": "bench_goals", "solve_process": "bench_goals",
-}
-
-
-def __getattr__(name: str):
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__package__}.{module}"), name)
-    globals()[name] = value
-    return value
 
 
 # --------------------------------------------------------------------------- the command
@@ -155,12 +90,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _write_outputs(out: Path, doc: dict[str, Any], assignors: Sequence[str], log: Callable[[str], None], *,
                    plot_too: bool) -> None:
     """``bench-MODE.json``, ``.md`` (time and memory tables) and ``.png`` in ``out``."""
-    from .bench_measure import _json_default
-    from .bench_output import markdown_table, plot
+    from ..bench.measure import json_default
+    from ..bench.output import markdown_table, plot
 
     mode, records, command = doc.get("mode", "full"), doc["records"], doc.get("command", "stickyflow bench")
     json_path = out / f"bench-{mode}.json"
-    json_path.write_text(json.dumps(doc, indent=1, default=_json_default))
+    json_path.write_text(json.dumps(doc, indent=1, default=json_default))
     table = markdown_table(records, assignors)
     memory = markdown_table(records, assignors, what="memory")
     env = doc.get("environment", {})
@@ -186,7 +121,7 @@ def _word(value: Any) -> str:
 
 def _command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this run: ``stickyflow bench`` and every option not left at its default."""
-    from .cli_input import Parser
+    from .input import Parser
 
     parser = Parser()
     add_parser(parser.add_subparsers())
@@ -225,20 +160,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     out = writable_dir(args.out)
     command = _command_line(args)
     if args.goals:
-        from .bench_goals import run_goals
-        from .bench_measure import _json_default
-        from .bench_output import environment
+        from ..bench.goals import run_goals
+        from ..bench.measure import json_default
+        from ..runtime import environment
 
         goals = run_goals(out, repeats=args.repeats or 5, log=log, per_topic=args.per_topic,
                           timeout_s=args.timeout or 1800.0)
         doc = {"command": command, "environment": environment(),
                "goals": [{"name": g.name, "passed": g.passed, "detail": g.detail, "numbers": g.numbers}
                          for g in goals]}
-        (out / "goals.json").write_text(json.dumps(doc, indent=2, default=_json_default))
+        (out / "goals.json").write_text(json.dumps(doc, indent=2, default=json_default))
         log(f"wrote {out / 'goals.json'}")
         return 0 if all(g.passed is not False for g in goals) else 1
 
-    from .bench_cases import consumer_cases, streams_cases
+    from ..bench.cases import consumer_cases, streams_cases
 
     cases = []
     if "consumer" in args.kinds:
@@ -252,9 +187,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not cases:
         raise BadInput("option --kinds", "selects no case to run")
 
-    from .bench_measure import _json_default
-    from .bench_output import environment
-    from .bench_suite import run_suite
+    from ..bench.measure import json_default
+    from ..runtime import environment
+    from ..bench.suite import run_suite
 
     repeats = args.repeats or (3 if args.quick else 5)
     timeout = args.timeout or (20.0 if args.quick else 300.0)
@@ -263,7 +198,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     partial = out / f"bench-{mode}.partial.json"
 
     def save(records: list[dict[str, Any]]) -> None:  # a long run keeps what it measured so far
-        partial.write_text(json.dumps({"command": command, "mode": mode, "records": records}, default=_json_default))
+        partial.write_text(json.dumps({"command": command, "mode": mode, "records": records}, default=json_default))
 
     records = run_suite(cases, args.assignors, repeats=repeats, budget_s=args.budget, timeout_s=timeout, log=log,
                         progress=save)

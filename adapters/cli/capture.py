@@ -26,8 +26,8 @@ __all__ = ["add_parser"]
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``decode`` and ``capture`` (called by :mod:`stickyflow.adapters.cli`)."""
-    from .cli_input import seconds
-    from .decode import KINDS
+    from ..decode import KINDS
+    from .input import seconds
 
     d = subparsers.add_parser(
         "decode", help="decode Kafka group-member metadata bytes (consumer or Streams) into JSON",
@@ -92,7 +92,7 @@ def _text_hint(data: bytes) -> str:
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
-    from .decode import DecodeError, decode
+    from ..decode import DecodeError, decode
 
     try:
         raw = _read_input(args.file, args.input)
@@ -115,7 +115,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
 def _cmd_capture(args: argparse.Namespace) -> int:
     from stickyflow.errors import InvalidSnapshotError
 
-    from .capture import capture, solve_summary
+    from ..capture import capture, solve_summary
 
     host, sep, port = args.bootstrap.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

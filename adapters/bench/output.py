@@ -1,42 +1,16 @@
-"""What the bench writes: the environment it ran in, Markdown tables (time, memory) and the PNG plot."""
+"""What the bench writes besides its JSON: Markdown tables (time, memory) and the PNG plot."""
 
 from __future__ import annotations
 
-import os
-import platform
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from .bench_config import EVENTS
-from .bench_suite import _fmt_s
+from .config import EVENTS
+from .suite import format_seconds
 
-__all__ = ["environment", "markdown_table", "plot"]
+__all__ = ["markdown_table", "plot"]
 
 # --------------------------------------------------------------------------- outputs
-
-def environment() -> dict[str, Any]:
-    """Where the numbers come from: machine, Python and library versions."""
-    import importlib.metadata as md
-
-    versions = {}
-    for pkg in ("stickyflow", "numpy", "ortools", "orjson", "kafka-python"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            versions[pkg] = None
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"python": platform.python_version(), "platform": platform.platform(), "cpu": cpu,
-            "cpus": os.cpu_count(), "versions": versions,
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
 
 def markdown_table(records: Sequence[dict[str, Any]], assignors: Sequence[str], *, what: str = "time") -> str:
     """One row per case, one column per assignor.
@@ -86,7 +60,7 @@ def _cell(r: dict[str, Any] | None) -> str:
         return "timeout"
     if st == "error" or r.get("error"):
         return "error"
-    out = f"{_fmt_s(r['wall_s'])}, {r['moves']:,} mv"
+    out = f"{format_seconds(r['wall_s'])}, {r['moves']:,} mv"
     if r.get("gap_sumsq"):
         out += f", imb {r['imbalance']}"
     if r.get("cross_rack"):
@@ -104,8 +78,8 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
     (no racks). A panel with a single size is a bar per assignor instead of a one-point line; log axes only
     where the values span enough, with plain tick labels (ms)."""
     try:
-        from .report_base import _color, _from_zero, _log_axis, _marker, _pyplot, legend_outside
-        plt = _pyplot()
+        from ..report.base import series_color, from_zero, log_axis, series_marker, pyplot, legend_outside
+        plt = pyplot()
     except Exception:  # noqa: BLE001 - no matplotlib: no plot
         return None
     panels = sorted({(r["kind"], r["subscriptions"], r["event"]) for r in records},
@@ -128,7 +102,7 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
             names = [a for a in assignors if any(r["assignor"] == a for r in mine)]
             picked = [next(r for r in mine if r["assignor"] == a) for a in names]
             ms = [1000 * r["wall_s"] for r in picked]
-            ax.bar(range(len(names)), ms, color=[_color(a) for a in names])
+            ax.bar(range(len(names)), ms, color=[series_color(a) for a in names])
             # the spread of the repeated runs (fastest to slowest) and how many there were
             low = [max(0.0, m - 1000 * r.get("wall_min_s", r["wall_s"])) for m, r in zip(ms, picked)]
             high = [max(0.0, 1000 * r.get("wall_max_s", r["wall_s"]) - m) for m, r in zip(ms, picked)]
@@ -139,9 +113,9 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
             p, m = sizes[0]
             ax.set_xlabel(f"assignor ({unit}: {_short_n(p)} x {_short_n(m)})")
             if ms and min(ms) > 0 and max(ms) >= 30 * min(ms):
-                _log_axis(ax, "y")
+                log_axis(ax, "y")
             else:
-                _from_zero(ax, ms)
+                from_zero(ax, ms)
             continue
         ys: list[float] = []
         for a in assignors:
@@ -149,7 +123,7 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
             if not pts:
                 continue
             ys += [p[1] for p in pts]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=_marker(a), color=_color(a), label=a,
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=series_marker(a), color=series_color(a), label=a,
                     linestyle="--" if a.startswith("kp-") else "-")
         ax.set_xscale("log")
         ax.set_xticks([p * m for p, m in sizes], [f"{_short_n(p)}x{_short_n(m)}" for p, m in sizes],
@@ -157,9 +131,9 @@ def plot(records: Sequence[dict[str, Any]], path: Path, assignors: Sequence[str]
         ax.xaxis.set_minor_locator(plt.NullLocator())
         ax.set_xlabel(unit)
         if ys and min(ys) > 0 and max(ys) >= 30 * min(ys):
-            _log_axis(ax, "y")
+            log_axis(ax, "y")
         else:
-            _from_zero(ax, ys)
+            from_zero(ax, ys)
         if len(ax.get_legend_handles_labels()[1]) > 1:
             legend_outside(ax, fontsize=7, title="assignor", title_fontsize=7)
     for ax in list(axes.flat)[len(panels):]:

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .bench_config import EVENTS, SUBSCRIPTIONS
+from .config import EVENTS, SUBSCRIPTIONS
 
 __all__ = ["Case", "consumer_cases", "streams_cases", "topic_count", "consumer_snapshot", "streams_document",
            "min_moves_equal"]
