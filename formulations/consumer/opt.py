@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.errors import UnknownAssignorError
+from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
