@@ -45,6 +45,7 @@ from .problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem,
 __all__ = ["sticky_plan", "quota_plan", "aimed_plan", "planned", "lpt_plan", "fallback", "release", "fill", "give_back", "water_level"]
 
 _TOL = 1e-12  # relative: a member counts as above its limit only beyond it by more than float noise
+_EXACT_LPT = 20_000  # partitions up to which lpt_plan places one at a time (a fallback's candidate only)
 _ROUNDS = 64  # rounds of dealing large or straddling partitions, at most (each a few numpy steps)
 
 
@@ -250,9 +251,16 @@ def planned(problem: LoadProblem, bound: float, *,
             if within(q):
                 return q, None
     candidates = {"the sticky plan": x}
-    for name, seed in (("a balancing water-level deal", sticky_plan(problem, target, sticky=False)),
-                       ("a balancing lpt", lpt_plan(problem))):
+    mixed = transport is not None and topic_classes(problem)[1].shape[1] > 1
+    seeds = [("a balancing water-level deal", sticky_plan(problem, target, sticky=False)),
+             ("a balancing lpt", lpt_plan(problem))]
+    if mixed:
+        seeds.append(("a balancing deal by quotas", quota_plan(problem, target, transport, level=bound, sticky=False)))
+    for name, seed in seeds:
         if within(seed):
+            if mixed:  # the seed's load of each class per member as the first quotas: kept where owners can
+                candidates[f"the sticky deal to the quotas of {name}"] = quota_plan(
+                    problem, target, _seeded(transport, _class_loads(problem, seed)))
             give_back(problem, seed, _loads(problem, seed), ceiling)
             candidates[name + " with partitions given back to their owners"] = seed
         else:
@@ -262,14 +270,33 @@ def planned(problem: LoadProblem, bound: float, *,
     best = min(candidates, key=lambda k: (not within(candidates[k]), measure(problem, candidates[k]).key()))
     peak = measure(problem, candidates[best]).peak
     if within(candidates[best]):
-        return candidates[best], f"no sticky plan found reaches the slack's limit {target:.6g}: {best}"
+        return candidates[best], (f"the sticky plan and the deal by flow quotas miss the slack's limit "
+                                  f"{target:.6g}: the answer is {best}")
     return candidates[best], (f"no plan found reaches the slack's limit {target:.6g}: the least peak found, "
-                              f"{peak:.6g}, is {best}'s")
+                              f"{peak:.6g}, is that of {best}")
+
+
+def _class_loads(problem: LoadProblem, x: np.ndarray) -> np.ndarray:
+    """Member x topic class: the load each member holds of each class in ``x``."""
+    tclass, class_reads = topic_classes(problem)
+    out = np.zeros((problem.n_members, class_reads.shape[1]))
+    np.add.at(out, (x, tclass[problem.topic]), problem.rates)
+    return out
+
+
+def _seeded(transport: Callable[..., np.ndarray | None], first: np.ndarray) -> Callable[..., np.ndarray | None]:
+    """``transport`` that answers its first call with ``first`` (a whole plan's class loads, which fit)."""
+    calls = []
+
+    def quotas(*args: Any) -> np.ndarray | None:
+        calls.append(1)
+        return first if len(calls) == 1 else transport(*args)
+    return quotas
 
 
 def lpt_plan(problem: LoadProblem) -> np.ndarray:
-    """A balancing (non-sticky) plan for any subscriptions: Graham's largest-rate-first, a round at a time.
-    Every round takes the largest partitions not yet placed, at most as many of a topic class as it has
+    """A balancing (non-sticky) plan for any subscriptions: Graham's largest-rate-first, exactly (one partition at
+    a time) up to :data:`_EXACT_LPT` partitions, beyond that a round at a time. Every round takes the largest partitions not yet placed, at most as many of a topic class as it has
     readers, and gives each class's, the largest first, to its readers of least utilization after taking it
     (one each, as long as one at a time would do the same; the rest wait for the next round). A loop over rounds and the classes in each, a few numpy steps each.
 
@@ -288,6 +315,14 @@ def lpt_plan(problem: LoadProblem) -> np.ndarray:
     x = np.full(problem.n_partitions, -1, dtype=np.int64)
     loads = np.zeros(problem.n_members)
     pending = np.lexsort((np.arange(problem.n_partitions), -r))
+    if problem.n_partitions <= _EXACT_LPT:  # small: one partition at a time, as Graham's rule says
+        readers = [np.flatnonzero(who[:, c]) for c in range(who.shape[1])]
+        for p in pending.tolist():
+            g = readers[pc[p]]
+            m = g[int(np.argmin((loads[g] + r[p]) / cap[g]))]
+            x[p] = m
+            loads[m] += r[p]
+        return x
     width = max(int(problem.active.sum()), 1)
     while len(pending):
         chunk = pending[:width]
