@@ -294,17 +294,17 @@ def _seeded(transport: Callable[..., np.ndarray | None], first: np.ndarray) -> C
     return quotas
 
 
-def lpt_plan(problem: LoadProblem) -> np.ndarray:
+def lpt_plan(problem: LoadProblem, *, exact: int = _EXACT_LPT) -> np.ndarray:
     """A balancing (non-sticky) plan for any subscriptions: Graham's largest-rate-first, exactly (one partition at
-    a time) up to :data:`_EXACT_LPT` partitions, beyond that a round at a time. Every round takes the largest partitions not yet placed, at most as many of a topic class as it has
+    a time) up to ``exact`` partitions, beyond that a round at a time. Every round takes the largest partitions not yet placed, at most as many of a topic class as it has
     readers, and gives each class's, the largest first, to its readers of least utilization after taking it
     (one each, as long as one at a time would do the same; the rest wait for the next round). A loop over rounds and the classes in each, a few numpy steps each.
 
     >>> from stickyflow.load.problem import LoadProblem
     >>> p = LoadProblem.of(rates=[5.0, 4.0, 3.0, 3.0, 1.0], topic=[0, 0, 1, 1, 1], reads=[[True, True], [False, True]],
     ...                    member_class=[0, 1], capacity=[1.0, 1.0], owner=[-1] * 5)
-    >>> lpt_plan(p).tolist()  # topic 0 only member 0 reads
-    [0, 0, 1, 1, 1]
+    >>> lpt_plan(p).tolist(), lpt_plan(p, exact=0).tolist()  # topic 0 only member 0 reads
+    ([0, 0, 1, 1, 1], [0, 0, 1, 1, 1])
     """
     r = problem.rates
     tclass, class_reads = topic_classes(problem)
@@ -315,7 +315,7 @@ def lpt_plan(problem: LoadProblem) -> np.ndarray:
     x = np.full(problem.n_partitions, -1, dtype=np.int64)
     loads = np.zeros(problem.n_members)
     pending = np.lexsort((np.arange(problem.n_partitions), -r))
-    if problem.n_partitions <= _EXACT_LPT:  # small: one partition at a time, as Graham's rule says
+    if problem.n_partitions <= exact:  # small: one partition at a time, as Graham's rule says
         readers = [np.flatnonzero(who[:, c]) for c in range(who.shape[1])]
         for p in pending.tolist():
             g = readers[pc[p]]
