@@ -220,13 +220,15 @@ def _min_cost_flow():
     return min_cost_flow
 
 
-def transport(who: np.ndarray, held: np.ndarray, need: np.ndarray, room: np.ndarray) -> np.ndarray | None:
+def transport(who: np.ndarray, held: np.ndarray, need: np.ndarray, room: np.ndarray, *,
+              cost: np.ndarray | None = None, move: int = 1) -> np.ndarray | None:
     """The plan's quotas per topic class (:func:`stickyflow.load.plan.quota_plan`), a transportation problem
     solved as a min-cost max flow: quotas ``q[m, c] >= 0``, only where ``who[m, c]`` (member ``m`` reads class
-    ``c``), with ``sum_m q[m, c] = need[c]`` and ``sum_c q[m, c] <= room[m]``, the least ``sum max(0, q -
-    held)`` (the load that moves); or None where none exists (no assignment, even a fractional one, fits).
+    ``c``), with ``sum_m q[m, c] = need[c]`` and ``sum_c q[m, c] <= room[m]``, the least ``move x sum max(0,
+    q - held) + sum cost x q`` (rule 4: the load that moves, ``cost[m, c]`` per unit that member ``m`` reads
+    across racks; integers); or None where none exists (no assignment, even a fractional one, fits).
 
-        source --need[c]--> c --held[m, c], cost 0; anything more, cost 1--> m --room[m]--> sink
+        source --need[c]--> c --held[m, c], cost[m, c]; anything more, move + cost[m, c]--> m --room[m]--> sink
 
     Solved in integers (``2^40`` units for the largest of the sums) and rounded down: a class's quotas may
     fall short of its need by a few such units, never more.
@@ -252,7 +254,8 @@ def transport(who: np.ndarray, held: np.ndarray, need: np.ndarray, room: np.ndar
     heads = np.concatenate([np.arange(C), C + mm, C + mm, np.full(M, sink)])
     caps = np.concatenate([supply, held_int, np.full(len(mm), big),
                            np.floor(np.maximum(room, 0.0) * scale).astype(np.int64)])
-    costs = np.concatenate([np.zeros(C + len(mm)), np.ones(len(mm)), np.zeros(M)]).astype(np.int64)
+    unit = np.zeros(len(mm), dtype=np.int64) if cost is None else np.asarray(cost, dtype=np.int64)[mm, cc]
+    costs = np.concatenate([np.zeros(C, dtype=np.int64), unit, unit + int(move), np.zeros(M, dtype=np.int64)])
     g = _min_cost_flow().SimpleMinCostFlow()
     g.add_arcs_with_capacity_and_unit_cost(tails.astype(np.int64), heads.astype(np.int64), caps, costs)
     g.set_node_supply(source, int(supply.sum()))

@@ -129,10 +129,8 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
     aim = np.where(problem.active, (target if level is None else level) * problem.capacity, 0.0)
     x = _kept(problem, sticky)
     r = problem.rates
-    tclass, class_reads = topic_classes(problem)
-    who = readers_of(problem, class_reads)
-    pc = tclass[problem.topic]
-    C = class_reads.shape[1]
+    pc, who, far = _quota_groups(problem)
+    C = who.shape[1]
     by_class = np.argsort(pc, kind="stable")
     cut = np.searchsorted(pc[by_class], np.arange(C + 1)).tolist()
     eps = float(r.sum()) * 2.0 ** -36  # the quotas are the flow's integers rounded down: not a reason to move
@@ -146,7 +144,7 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
     quota = np.zeros((M, C))
     for c in np.lexsort((np.arange(C), -top)).tolist():
         for room in (aim - fixed, ceiling - fixed):  # 1
-            q = transport(who & todo, held * todo, need * todo, np.maximum(room, 0.0))
+            q = transport(who & todo, held * todo, need * todo, np.maximum(room, 0.0), cost=far, move=problem.noc)
             if q is not None:
                 quota = q
                 break
@@ -159,6 +157,7 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
         items = mine[x[mine] < 0]
         readers = np.flatnonzero(who[:, c])
         if len(items) and len(readers):  # 3
+            readers = readers[np.argsort(far[readers, c], kind="stable")]  # local ones first where rooms tie
             kept_others = held.sum(axis=1) - held[:, c]  # what the next flows may still move
             loads = fixed + kept_others + load_c
             others = (np.maximum(quota - held, 0.0) * todo).sum(axis=1)
@@ -170,6 +169,23 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
         fixed += load_c
         held[:, c] = 0.0
     return _finish(problem, x, _loads(problem, x), ceiling, target, sticky=sticky, repairs=repairs)
+
+
+def _quota_groups(problem: LoadProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The groups :func:`quota_plan` deals by: a topic class, and where racks cost, a replica rack set within
+    it. Each partition's group (int64[N]), member x group: does the member read it (bool[M, G]), and rule 4's
+    cost per unit of load of reading it there (int64[M, G]: ``tc`` across racks, else 0)."""
+    tclass, class_reads = topic_classes(problem)
+    who = readers_of(problem, class_reads)
+    pc = tclass[problem.topic]
+    if not problem.racks_matter:
+        return pc, who, np.zeros(who.shape, dtype=np.int64)
+    sets = problem.cross.shape[0]
+    groups, pg = np.unique(pc * sets + problem.rackset, return_inverse=True)
+    rack = problem.member_rack
+    col = np.where(rack < 0, problem.cross.shape[1] - 1, rack)
+    far = problem.cross[groups % sets][:, col].T.astype(np.int64) * problem.tc  # member x group
+    return pg.reshape(-1).astype(np.int64), who[:, groups // sets], far
 
 
 def _deal_quota(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, items: np.ndarray, readers: np.ndarray,
@@ -277,10 +293,10 @@ def planned(problem: LoadProblem, bound: float, *,
 
 
 def _class_loads(problem: LoadProblem, x: np.ndarray) -> np.ndarray:
-    """Member x topic class: the load each member holds of each class in ``x``."""
-    tclass, class_reads = topic_classes(problem)
-    out = np.zeros((problem.n_members, class_reads.shape[1]))
-    np.add.at(out, (x, tclass[problem.topic]), problem.rates)
+    """Member x group of :func:`quota_plan`: the load each member holds of each group in ``x``."""
+    pg, who, _ = _quota_groups(problem)
+    out = np.zeros(who.shape)
+    np.add.at(out, (x, pg), problem.rates)
     return out
 
 
@@ -288,9 +304,9 @@ def _seeded(transport: Callable[..., np.ndarray | None], first: np.ndarray) -> C
     """``transport`` that answers its first call with ``first`` (a whole plan's class loads, which fit)."""
     calls = []
 
-    def quotas(*args: Any) -> np.ndarray | None:
+    def quotas(*args: Any, **kwargs: Any) -> np.ndarray | None:
         calls.append(1)
-        return first if len(calls) == 1 else transport(*args)
+        return first if len(calls) == 1 else transport(*args, **kwargs)
     return quotas
 
 
