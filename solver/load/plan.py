@@ -22,6 +22,11 @@ hold up to ``U cap_m``. :func:`sticky_plan` then
 Every step is a handful of numpy operations over all partitions, or a loop over topic classes or rounds: no
 Python step per partition. With no previous owners this is a balancing greedy (the fallback's non-sticky case).
 
+Where members read different topics and that misses ``U``, :func:`quota_plan` deals by per-class quotas from a
+min-cost flow that the caller passes (the core imports no solver); :func:`planned` tries the plans in turn and,
+where no sticky one meets ``U``, takes the best balancing candidate (:func:`lpt_plan` among them) repaired toward
+the owners, with a note for the result's reason.
+
 >>> from stickyflow.load.problem import LoadProblem, measure
 >>> p = LoadProblem.of(rates=[4.0, 3.0, 2.0, 1.0], topic=[0] * 4, reads=[[True]], member_class=[0, 0, 0],
 ...                    capacity=[1.0] * 3, owner=[0, 0, 1, 1])
@@ -42,7 +47,8 @@ from ..result import Decision
 from .problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem, measure, partition_bound,
                       peak_limit, readers_of, topic_classes)
 
-__all__ = ["sticky_plan", "quota_plan", "aimed_plan", "planned", "lpt_plan", "fallback", "release", "fill", "give_back", "water_level"]
+__all__ = ["sticky_plan", "quota_plan", "aimed_plan", "planned", "lpt_plan", "fallback", "release", "fill",
+           "give_back", "water_level"]
 
 _TOL = 1e-12  # relative: a member counts as above its limit only beyond it by more than float noise
 _EXACT_LPT = 20_000  # partitions up to which lpt_plan places one at a time (a fallback's candidate only)
@@ -96,11 +102,12 @@ def _finish(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.
 def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.ndarray | None], *,
                level: float | None = None, sticky: bool = True, repairs: int = 8) -> np.ndarray:
     """The sticky plan for mixed subscriptions: like :func:`sticky_plan`, but each member's load of each topic
-    class aims at a quota that ``transport(who, held, need, room)`` gives (float64[M, C] or None: the load
-    optimizer's :func:`stickyflow.formulations.load_flow.transport`, a min-cost flow that moves the least
-    load). Where subscriptions differ, a member's room under ``target`` is worth something only to the classes
-    it reads: the plain deal, filling one class at a time up to a water level, can fill a member with one class
-    and leave another class's readers without room. Here, class by class, the largest partitions first:
+    class (where racks cost: of each replica rack set within a class, a "class" below) aims at a quota that
+    ``transport(who, held, need, room, cost=, move=)`` gives (float64[M, C] or None: the load optimizer's
+    :func:`stickyflow.formulations.load_flow.transport`, a min-cost flow at rule 4's cost). Where subscriptions
+    differ, a member's room under ``target`` is worth something only to the classes it reads: the plain deal,
+    filling one class at a time up to a water level, can fill a member with one class and leave another class's
+    readers without room. Here, class by class, the largest partitions first:
 
     1. the quotas of the classes not dealt yet, for the room each member has left under ``level`` (default
        ``target``; under ``target`` where ``level`` leaves none), the partitions of those classes that members
@@ -312,9 +319,10 @@ def _seeded(transport: Callable[..., np.ndarray | None], first: np.ndarray) -> C
 
 def lpt_plan(problem: LoadProblem, *, exact: int = _EXACT_LPT) -> np.ndarray:
     """A balancing (non-sticky) plan for any subscriptions: Graham's largest-rate-first, exactly (one partition at
-    a time) up to ``exact`` partitions, beyond that a round at a time. Every round takes the largest partitions not yet placed, at most as many of a topic class as it has
-    readers, and gives each class's, the largest first, to its readers of least utilization after taking it
-    (one each, as long as one at a time would do the same; the rest wait for the next round). A loop over rounds and the classes in each, a few numpy steps each.
+    a time) up to ``exact`` partitions, beyond that a round at a time. Every round takes the largest partitions
+    not yet placed, at most as many of a topic class as it has readers, and gives each class's, the largest
+    first, to its readers of least utilization after taking it (one each, as long as one at a time would do the
+    same; the rest wait for the next round). A loop over rounds and the classes in each, a few numpy steps each.
 
     >>> from stickyflow.load.problem import LoadProblem
     >>> p = LoadProblem.of(rates=[5.0, 4.0, 3.0, 3.0, 1.0], topic=[0, 0, 1, 1, 1], reads=[[True, True], [False, True]],
