@@ -52,6 +52,7 @@ __all__ = ["sticky_plan", "quota_plan", "aimed_plan", "planned", "lpt_plan", "fa
 
 _TOL = 1e-12  # relative: a member counts as above its limit only beyond it by more than float noise
 _EXACT_LPT = 20_000  # partitions up to which lpt_plan places one at a time (a fallback's candidate only)
+_FLOWS = 32  # quota_plan solves its flow again for at most this many classes (those of the largest partitions)
 _ROUNDS = 64  # rounds of dealing large or straddling partitions, at most (each a few numpy steps)
 
 
@@ -121,8 +122,9 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
        of the other classes that this member held away from it);
     4. what fits nowhere yet, the repairs and the give-back of :func:`sticky_plan`.
 
-    The loops are over classes and rounds, each a few numpy steps (and one flow) over the members and the
-    class's partitions.
+    The loops are over classes and rounds, each a few numpy steps over the members and the class's partitions,
+    and one flow for each of the first :data:`_FLOWS` classes (the later ones, of smaller partitions, keep the
+    last flow's quotas).
 
     >>> from stickyflow.formulations.load_flow import transport
     >>> from stickyflow.load.problem import LoadProblem, measure
@@ -149,8 +151,8 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
     top = np.array([r[by_class[a:z]].max(initial=0.0) for a, z in zip(cut[:-1], cut[1:])])
     todo = np.ones(C, dtype=bool)
     quota = np.zeros((M, C))
-    for c in np.lexsort((np.arange(C), -top)).tolist():
-        for room in (aim - fixed, ceiling - fixed):  # 1
+    for step, c in enumerate(np.lexsort((np.arange(C), -top)).tolist()):
+        for room in (aim - fixed, ceiling - fixed) if step < _FLOWS else ():  # 1
             q = transport(who & todo, held * todo, need * todo, np.maximum(room, 0.0), cost=far, move=problem.noc)
             if q is not None:
                 quota = q
