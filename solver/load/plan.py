@@ -16,8 +16,9 @@ hold up to ``U cap_m``. :func:`sticky_plan` then
    (the largest partitions to the largest rooms), within ``U``;
 4. repairs: a member still above ``U`` releases again (partitions that moved already first, which costs nothing
    more), and those are dealt again, a few rounds;
-5. gives back: a moved partition whose previous owner has room under ``U`` returns to it (the largest first),
-   which only lowers the moved load.
+5. where racks cost, a moved partition read across racks goes to a reader on its racks with room (it moves
+   anyway); then gives back: a moved partition whose previous owner has room under ``U`` returns to it (the
+   largest first), which only lowers the moved load.
 
 Every step is a handful of numpy operations over all partitions, or a loop over topic classes or rounds: no
 Python step per partition. With no previous owners this is a balancing greedy (the fallback's non-sticky case).
@@ -48,7 +49,7 @@ from .problem import (BOUND_MARGIN, LoadProblem, has_local_reader, load_problem,
                       peak_limit, readers_of, topic_classes)
 
 __all__ = ["sticky_plan", "quota_plan", "aimed_plan", "planned", "lpt_plan", "fallback", "release", "fill",
-           "give_back", "water_level"]
+           "give_back", "go_local", "water_level"]
 
 _TOL = 1e-12  # relative: a member counts as above its limit only beyond it by more than float noise
 _EXACT_LPT = 20_000  # partitions up to which lpt_plan places one at a time (a fallback's candidate only)
@@ -95,9 +96,43 @@ def _finish(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.
         release(problem, x, loads, ceiling, held=moved & ~pinned)  # moving a moved partition again costs nothing
         release(problem, x, loads, ceiling, held=(x >= 0) & ~pinned)
         pinned[fill(problem, x, loads, ceiling, target)] = True
+    if problem.racks_matter:
+        go_local(problem, x, loads, ceiling)
     if sticky:
         give_back(problem, x, loads, ceiling)
     return x
+
+
+def go_local(problem: LoadProblem, x: np.ndarray, loads: np.ndarray, ceiling: np.ndarray) -> None:
+    """Moved partitions read across racks go to a reader on their replica racks where one has room under its
+    ceiling (in place; the largest first, in rounds): they move anyway, so this only lowers rule 4's cost.
+
+    >>> from stickyflow.load.problem import LoadProblem
+    >>> p = LoadProblem.of(rates=[2.0, 1.0], topic=[0, 0], reads=[[True]], member_class=[0, 0, 0],
+    ...                    capacity=[1.0] * 3, owner=[2, 2], tc=2, rackset=[1, 1], member_rack=[0, 1, 1],
+    ...                    cross=[[False, False, False], [False, True, True]])
+    >>> x = np.array([1, 0]); loads = np.array([1.0, 2.0, 0.0])
+    >>> go_local(p, x, loads, np.array([3.0, 3.0, 0.0])); x.tolist(), loads.tolist()  # member 0 is on rack 0
+    ([0, 0], [3.0, 0.0, 0.0])
+    """
+    parts = np.arange(problem.n_partitions)
+    away = np.flatnonzero((x >= 0) & (x != problem.owner) & (problem.rates > 0) & problem.far(parts, x))
+    if not len(away):
+        return
+    pg, who, far = _quota_groups(problem)
+    r = problem.rates
+    for g in np.unique(pg[away]).tolist():
+        local = np.flatnonzero(who[:, g] & (far[:, g] == 0))
+        items = away[pg[away] == g]
+        if not len(local):
+            continue
+        was = x[items].copy()
+        np.subtract.at(loads, was, r[items])
+        x[items] = -1
+        left = _rounds(problem, x, loads, ceiling, items[np.lexsort((items, -r[items]))], local)
+        back = np.isin(items, left)
+        x[items[back]] = was[back]
+        np.add.at(loads, was[back], r[items[back]])
 
 
 def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.ndarray | None], *,
