@@ -140,8 +140,8 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None, *, lower
                               peak=measure(problem, out.x).peak, reason=out.reason, extra=extra)
         extra["cpsat_reason"] = out.reason
         reasons = _unproven(problem, x, bound)  # (with CP-SAT's bound)
-    if note:  # how the plan was found, where the sticky one missed rule 2's limit
-        reasons.insert(0, note)
+    if note and reasons:  # how the plan was found, where the sticky one missed rule 2's limit (what is proven
+        reasons.insert(0, note)  # decides the status, not the note)
     return LoadAnswer(x=x, status="feasible" if reasons else "optimal", method="plan", bound=bound,
                       peak=measure(problem, x).peak, reason="; ".join(reasons) or None, extra=extra)
 

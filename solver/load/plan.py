@@ -321,12 +321,13 @@ def planned(problem: LoadProblem, bound: float, *,
             if mixed:  # the seed's load of each class per member as the first quotas: kept where owners can
                 candidates[f"the sticky deal to the quotas of {name}"] = quota_plan(
                     problem, target, _seeded(transport, _class_loads(problem, seed)))
+        reach = measure(problem, seed).peak
+        candidates[f"the sticky plan aimed at the peak of {name}"] = sticky_plan(problem, reach)
+        if within(seed):
             give_back(problem, seed, _loads(problem, seed), ceiling)
             candidates[name + " with partitions given back to their owners"] = seed
         else:
-            reach = measure(problem, seed).peak
             candidates[name] = seed
-            candidates[f"the sticky plan aimed at the peak of {name}"] = sticky_plan(problem, reach)
     best = min(candidates, key=lambda k: (not within(candidates[k]), measure(problem, candidates[k]).key()))
     peak = measure(problem, candidates[best]).peak
     if within(candidates[best]):
