@@ -33,7 +33,7 @@ import numpy as np
 from stickyflow.errors import BackendMissingError
 from stickyflow.load.problem import BOUND_MARGIN, LoadProblem, partition_bound, topic_classes
 
-__all__ = ["peak_bound", "fractional_bound", "MAX_LEVELS"]
+__all__ = ["peak_bound", "fractional_bound", "transport", "MAX_LEVELS"]
 
 MAX_LEVELS = 16  # distinct capacities kept apart in the relaxation; more are rounded up to this many levels
 _FLOW_BITS = 52  # the flow's integer capacities stay below 2**52 (exact in float64 and in OR-Tools' int64)
@@ -210,3 +210,59 @@ def fractional_bound(problem: LoadProblem, upper: float | None = None, rel_tol: 
         else:
             hi = mid
     return lo
+
+
+def _min_cost_flow():
+    try:
+        from ortools.graph.python import min_cost_flow
+    except ImportError as exc:  # pragma: no cover - the fallback tests monkeypatch this away
+        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
+    return min_cost_flow
+
+
+def transport(who: np.ndarray, held: np.ndarray, need: np.ndarray, room: np.ndarray, *,
+              cost: np.ndarray | None = None, move: int = 1) -> np.ndarray | None:
+    """The plan's quotas per topic class (:func:`stickyflow.load.plan.quota_plan`), a transportation problem
+    solved as a min-cost max flow: quotas ``q[m, c] >= 0``, only where ``who[m, c]`` (member ``m`` reads class
+    ``c``), with ``sum_m q[m, c] = need[c]`` and ``sum_c q[m, c] <= room[m]``, the least ``move x sum max(0,
+    q - held) + sum cost x q`` (rule 4: the load that moves, ``cost[m, c]`` per unit that member ``m`` reads
+    across racks; integers); or None where none exists (no assignment, even a fractional one, fits).
+
+        source --need[c]--> c --held[m, c], cost[m, c]; anything more, move + cost[m, c]--> m --room[m]--> sink
+
+    Solved in integers (``2^40`` units for the largest of the sums) and rounded down: a class's quotas may
+    fall short of its need by a few such units, never more.
+
+    >>> transport(np.array([[True, True], [False, True]]), np.array([[6.0, 2.0], [0.0, 0.0]]),
+    ...           np.array([6.0, 2.0]), np.array([6.0, 6.0])).tolist()
+    [[6.0, 0.0], [0.0, 2.0]]
+    >>> transport(np.array([[True, True], [False, True]]), np.zeros((2, 2)), np.array([6.0, 2.0]),
+    ...           np.array([5.0, 6.0])) is None  # topic class 0 (6) has one reader, with room for 5
+    True
+    """
+    M, C = who.shape
+    total = float(need.sum())
+    if total <= 0:
+        return np.zeros((M, C))
+    mm, cc = np.nonzero(who)
+    scale = 2.0 ** math.floor(40 - math.log2(max(total, float(room.sum()), 1e-300)))
+    supply = np.floor(need * scale).astype(np.int64)
+    held_int = np.minimum(np.floor(held[mm, cc] * scale).astype(np.int64), supply[cc])
+    big = int(supply.sum()) + 1
+    source, sink = C + M, C + M + 1
+    tails = np.concatenate([np.full(C, source), cc, cc, C + np.arange(M)])
+    heads = np.concatenate([np.arange(C), C + mm, C + mm, np.full(M, sink)])
+    caps = np.concatenate([supply, held_int, np.full(len(mm), big),
+                           np.floor(np.maximum(room, 0.0) * scale).astype(np.int64)])
+    unit = np.zeros(len(mm), dtype=np.int64) if cost is None else np.asarray(cost, dtype=np.int64)[mm, cc]
+    costs = np.concatenate([np.zeros(C, dtype=np.int64), unit, unit + int(move), np.zeros(M, dtype=np.int64)])
+    g = _min_cost_flow().SimpleMinCostFlow()
+    g.add_arcs_with_capacity_and_unit_cost(tails.astype(np.int64), heads.astype(np.int64), caps, costs)
+    g.set_node_supply(source, int(supply.sum()))
+    g.set_node_supply(sink, -int(supply.sum()))
+    if g.solve_max_flow_with_min_cost() != g.OPTIMAL or g.maximum_flow() < int(supply.sum()):
+        return None
+    flows = np.asarray(g.flows(np.arange(C, C + 2 * len(mm), dtype=np.int64)), dtype=np.int64)
+    out = np.zeros((M, C))
+    np.add.at(out, (mm, cc), (flows[:len(mm)] + flows[len(mm):]) / scale)
+    return out

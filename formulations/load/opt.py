@@ -9,7 +9,10 @@ something worse by the rules). Above that size, or with ``method="plan"``, the p
   (:func:`.flow.peak_bound`), a proven lower bound ``L`` on the least possible peak ``U*``;
 * the plan: :func:`stickyflow.load.plan.sticky_plan` aimed at ``lim(L) = (1 + slack) L`` (at most 1 where
   capacities are given and ``L <= 1``): the previous owners keep what fits under it, the least load moves, the
-  rest is dealt by water level; where no plan reaches ``lim(L)``, a balancing plan sets the peak to aim at.
+  rest is dealt by water level; where subscriptions differ and that misses ``lim(L)``, the deal by quotas
+  per topic class from a min-cost flow (:func:`.flow.transport`, :func:`stickyflow.load.plan.quota_plan`);
+  where no sticky plan reaches ``lim(L)``, the best of balancing plans (lpt, water level) repaired toward the
+  owners, and the reason says so (:func:`stickyflow.load.plan.planned`).
 
 Then rule 2 is proven when the plan's peak is within ``lim(L)`` (``U* >= L``, and ``lim`` grows with its
 argument), even though ``U*`` itself is not known; rule 3 when nobody is above capacity (or none is given),
@@ -37,13 +40,13 @@ import numpy as np
 from stickyflow.check.answer import ArrayAssignment
 from stickyflow.check.load import cheap_peak_bound
 from stickyflow.errors import UnknownAssignorError
-from stickyflow.load.plan import aimed_plan
+from stickyflow.load.plan import planned
 from stickyflow.load.problem import LoadProblem, load_problem, measure, peak_limit, per_partition_best
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
 from .cpsat import solve_load_cpsat
-from .flow import peak_bound
+from .flow import peak_bound, transport
 
 __all__ = ["solve_load", "optimize", "LoadAnswer", "LOAD_METHODS", "CPSAT_PAIRS"]
 
@@ -118,7 +121,7 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None, *, lower
         return LoadAnswer(x=x, status="optimal", method="plan", bound=0.0, peak=0.0)
     bound = max(peak_bound(problem), lower)
     t_bound = time.perf_counter() - t0
-    x = aimed_plan(problem, bound)
+    x, note = planned(problem, bound, transport=transport)
     t_plan = time.perf_counter() - t0 - t_bound
     readers = problem.reads[problem.member_class[problem.active]].sum(axis=0)  # per topic
     pairs = int(np.dot(np.bincount(problem.topic, minlength=len(readers)), readers))
@@ -137,6 +140,8 @@ def optimize(problem: LoadProblem, options: SolveOptions | None = None, *, lower
                               peak=measure(problem, out.x).peak, reason=out.reason, extra=extra)
         extra["cpsat_reason"] = out.reason
         reasons = _unproven(problem, x, bound)  # (with CP-SAT's bound)
+    if note and reasons:  # how the plan was found, where the sticky one missed rule 2's limit (what is proven
+        reasons.insert(0, note)  # decides the status, not the note)
     return LoadAnswer(x=x, status="feasible" if reasons else "optimal", method="plan", bound=bound,
                       peak=measure(problem, x).peak, reason="; ".join(reasons) or None, extra=extra)
 
