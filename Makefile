@@ -8,8 +8,9 @@ PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.dependencies
 STAMP  := $(VENV)/.installed
 # the package's folders: a module added or removed there (the folder's time changes) links the package again
-PKGDIRS := solver solver/model solver/check solver/greedy solver/load solver/planning formulations adapters \
-           adapters/cli adapters/bench adapters/report adapters/compare datasets datasets/simulator datasets/bundled
+PKGDIRS := solver solver/model solver/check solver/greedy solver/load solver/planning formulations \
+           formulations/consumer formulations/streams formulations/load formulations/plan adapters adapters/cli \
+           adapters/bench adapters/report adapters/compare datasets datasets/simulator datasets/bundled
 # the editable install's tree of links to the sources (setuptools' strict editable mode), made again if removed
 LINKS   := build/__editable__.stickyflow-*
 EDITABLE := $(PY) -m pip install --quiet --no-deps -e . --config-settings editable_mode=strict

@@ -77,7 +77,7 @@ def main(argv=None) -> int:
                 franz[row["scenario"]] = row["franz"]["time_s"] * 1000 if "time_s" in row.get("franz", {}) else None
     rows = []
     from stickyflow.check.answer import as_array_assignment
-    from stickyflow.formulations.consumer_flow import solve_consumer
+    from stickyflow.formulations.consumer.opt import solve_consumer
     from stickyflow.model.consumer_claims import remembered_claims
 
     print(f"{'scenario':32} {'franz ms':>9} {'assign ms':>9} {'built ms':>9} {'parse ms':>9} {'solver ms':>9} {'touch ms':>9}"

@@ -118,7 +118,7 @@ def run_case(case: str, assignor: str, seed: int) -> dict:
 
     snap = stickyflow.parse_snapshot(document(case, seed, settled(case, seed)))
     import ortools.graph.python.max_flow  # noqa: F401  (a service has its modules loaded)
-    import stickyflow.formulations.load_opt  # noqa: F401
+    import stickyflow.formulations.load.opt  # noqa: F401
 
     t0 = time.perf_counter()
     r = stickyflow.assign(snap, assignor)

@@ -3,7 +3,7 @@
 For cases of ``bench/streams_scale.py`` (same generator, same seed), it solves with the flows and reports:
 
 * the plan's cost split into the converged placement (actives and converged standbys) and the way of this
-  round's movements (:func:`~stickyflow.formulations.streams_common.path_cost`: restorations and moves of
+  round's movements (:func:`~stickyflow.formulations.streams.plan.path_cost`: restorations and moves of
   waiting), beside the flows' proven bound;
 * a **role-swap** polish: every stateful task keeps its replica set (target and converged standbys) and a
   min-cost flow re-chooses which replica is the active one, within a box of active and one of stateful
@@ -52,7 +52,7 @@ def _scale_bench():
 def model_of(tasks: int, clients: int, scenario: str, variant: str, seed: int):
     """The snapshot of ``bench/streams_scale.py``'s case, as the formulations' model."""
     import stickyflow
-    from stickyflow.formulations.streams_common import build_model
+    from stickyflow.formulations.streams.model import build_model
 
     doc = _scale_bench().case_document(tasks, clients, scenario, variant, seed)
     return build_model(stickyflow.parse_snapshot(doc), None)
@@ -72,7 +72,7 @@ def role_swap(m, plan):
     from ortools.graph.python import min_cost_flow
 
     from stickyflow.check.streams import balance_excess
-    from stickyflow.formulations.streams_common import converged_standbys
+    from stickyflow.formulations.streams.plan import converged_standbys
 
     tg = plan.target
     S = np.flatnonzero(m.stateful)
@@ -132,7 +132,7 @@ def _replace_roles(m, target: np.ndarray, conv: np.ndarray, K: np.ndarray, secon
     and converged standbys and whether CP-SAT proved them best, or None (no answer, or a count in no box)."""
     from ortools.sat.python import cp_model
 
-    from stickyflow.formulations.streams_common import balance_boxes
+    from stickyflow.formulations.streams.balance import balance_boxes
 
     in_k = np.zeros(m.C, dtype=bool)
     in_k[K] = True
@@ -203,9 +203,9 @@ def client_lns(m, plan, clients: int, rounds: int, seconds: float, seed: int = 1
     in all: the cheapest balanced cost reached, how many neighbourhoods CP-SAT solved and proved."""
     import random
 
-    from stickyflow.formulations import streams_flow as sf
-    from stickyflow.formulations.streams_common import (StreamsPlan, converged_standbys, movements,
-                                                        round_standbys, target_cost)
+    from stickyflow.formulations.streams import flow as sf
+    from stickyflow.formulations.streams.plan import (StreamsPlan, converged_standbys, movements, round_standbys,
+                                                      target_cost)
 
     rng = random.Random(seed)
     best = target_cost(m, plan)
@@ -243,7 +243,7 @@ def lp_relaxation(m, time_limit: float) -> float | None:
     priced with its way. None when GLOP does not finish."""
     from ortools.linear_solver import pywraplp
 
-    from stickyflow.formulations.streams_common import balance_boxes, box_hull
+    from stickyflow.formulations.streams.balance import balance_boxes, box_hull
 
     T, C = m.T, m.C
     S = np.flatnonzero(m.stateful)
@@ -293,8 +293,8 @@ def probe(tasks: int, clients: int, scenario: str, variant: str, seed: int, lp: 
           lp_time: float, lns: int = 0, lns_clients: int = 6, lns_seconds: float = 120.0) -> dict:
     """One case: the flows' plan and bound, the split of its cost, the role swap, and on request the client
     LNS and the LP (see the module docstring), as one row."""
-    from stickyflow.formulations import streams_flow as sf
-    from stickyflow.formulations.streams_common import path_cost, target_cost
+    from stickyflow.formulations.streams import flow as sf
+    from stickyflow.formulations.streams.plan import path_cost, target_cost
 
     m = model_of(tasks, clients, scenario, variant, seed)
     t0 = time.perf_counter()

@@ -55,7 +55,7 @@ def run_case(tasks: int, clients: int, scenario: str, variant: str, assignor: st
     snap.index  # built once, outside the timing (any assignor needs it)
     # a service has its modules loaded: import them outside the timing
     import ortools.graph.python.min_cost_flow  # noqa: F401
-    import stickyflow.formulations.streams_flow  # noqa: F401
+    import stickyflow.formulations.streams.flow  # noqa: F401
     import stickyflow.greedy.streams_ha  # noqa: F401
     import stickyflow.greedy.streams_rack  # noqa: F401
     t0 = time.perf_counter()
@@ -67,7 +67,7 @@ def run_case(tasks: int, clients: int, scenario: str, variant: str, assignor: st
     if assignor == "optimal" and r.solver.status != "fallback":
         # the converged assignment's cost and its proven bound travel in the decision's extra: solve once more
         # through the formulation (not timed) to read them
-        from stickyflow.formulations.streams_opt import solve_streams
+        from stickyflow.formulations.streams.opt import solve_streams
         from stickyflow.registry import SolveOptions
 
         d = solve_streams(snap, SolveOptions())

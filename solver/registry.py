@@ -151,9 +151,9 @@ def get_assignor(name: str, kind: str) -> AssignorSpec:
 def _builtin() -> None:
     c = "consumer"
     s = "streams"
-    register_assignor("optimal", "stickyflow.formulations.consumer_flow:solve_consumer", kinds=(c,), optimizing=True,
+    register_assignor("optimal", "stickyflow.formulations.consumer.opt:solve_consumer", kinds=(c,), optimizing=True,
                       description="min-cost flow: most balanced, then fewest moves and cross-rack reads (proven)")
-    register_assignor("optimal", "stickyflow.formulations.streams_opt:solve_streams", kinds=(s,), optimizing=True,
+    register_assignor("optimal", "stickyflow.formulations.streams.opt:solve_streams", kinds=(s,), optimizing=True,
                       description="min-cost flow and CP-SAT under KIP-441's high-availability rules")
     register_assignor("sticky", "stickyflow.greedy.sticky:assign_sticky", kinds=(c,),
                       description="Kafka's sticky assignor (KIP-54, KIP-341, KIP-881; KAFKA-9987 for equal subscriptions)")

@@ -224,11 +224,11 @@ def random_consumer_snapshot(seed: int | random.Random, shape: ConsumerShape | N
 
 def with_and_without(doc: dict[str, Any], monkeypatch, switch: str):
     """``optimal`` on ``doc`` as shipped, then with the consumer flow's shortcut ``switch`` (a module flag such
-    as ``"_FAST_PATH"``) turned off: the pair of results a shortcut is held against."""
-    from stickyflow.formulations import consumer_flow
+    as ``"_FAST_PATH"``, on the module that reads it) turned off: the pair of results a shortcut is held against."""
+    from stickyflow.formulations.consumer import flow as consumer_flow, warm_start
 
     shipped = stickyflow.assign(doc)
     with monkeypatch.context() as mp:
-        mp.setattr(consumer_flow, switch, False)
+        mp.setattr(consumer_flow if hasattr(consumer_flow, switch) else warm_start, switch, False)
         reference = stickyflow.assign(doc)
     return shipped, reference

@@ -4,7 +4,7 @@
   underneath) on one hand-made assignment that breaks every rule at once must
   return every code, not stop at the first; each rule broken alone gives its
   code alone, so no rule masks or invents another.
-* ``formulations/consumer_flow.py`` builds one arc per group, cell and load
+* ``formulations/consumer/flow.py`` builds one arc per group, cell and load
   unit, not one per (partition, member) pair: the arcs handed to OR-Tools'
   ``SimpleMinCostFlow`` are counted by wrapping the class on the
   ``ortools.graph.python.min_cost_flow`` module the code calls it through.
@@ -118,10 +118,10 @@ def arc_counts(monkeypatch):
             self.arcs.append(1)
             return super().add_arc_with_capacity_and_unit_cost(*args)
 
-    # consumer_flow reaches the class as ``min_cost_flow.SimpleMinCostFlow`` on this module (via _ortools())
+    # consumer_flow reaches the class as ``min_cost_flow.SimpleMinCostFlow`` on this module (via model.ortools_graph())
     monkeypatch.setattr(min_cost_flow, "SimpleMinCostFlow", Counting)
     # the graph itself is under test: equal subscriptions must build it too, not take the closed form
-    from stickyflow.formulations import consumer_flow
+    from stickyflow.formulations.consumer import flow as consumer_flow
 
     monkeypatch.setattr(consumer_flow, "_FAST_PATH", False)
     return built

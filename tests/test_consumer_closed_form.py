@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 import stickyflow
-from stickyflow.formulations import consumer_flow
+from stickyflow.formulations.consumer import (closed_form as consumer_closed, flow as consumer_flow,
+                                              model as consumer_model, opt as consumer_opt)
 from strategies import random_consumer_doc, with_and_without
 
 
@@ -37,21 +38,21 @@ def test_closed_form_is_used_only_where_it_is_exact():
     from stickyflow.registry import SolveOptions
 
     equal = stickyflow.parse_snapshot(random_consumer_doc(3, equal_subscriptions=True, racks=False))
-    d = consumer_flow._prepare(equal)
+    d = consumer_model.prepare(equal)
     assert d.n_classes <= 1
     if d.n_classes:
-        assert consumer_flow._equal_subscriptions(d) is not None
+        assert consumer_closed.equal_subscriptions(d) is not None
     mixed = {"format": "stickyflow.snapshot/1", "kind": "consumer",
              "topics": {"a": {"partitions": 3}, "b": {"partitions": 3}},
              "members": [{"id": "x", "subscription": ["a"]}, {"id": "y", "subscription": ["a", "b"]}]}
-    assert consumer_flow._equal_subscriptions(consumer_flow._prepare(stickyflow.parse_snapshot(mixed))) is None
+    assert consumer_closed.equal_subscriptions(consumer_model.prepare(stickyflow.parse_snapshot(mixed))) is None
     racked = {"format": "stickyflow.snapshot/1", "kind": "consumer",
               "topics": {"a": {"partitions": 2, "racks": [["r1"], ["r2"]]}},
               "members": [{"id": "x", "subscription": ["a"], "rack": "r1"},
                           {"id": "y", "subscription": ["a"], "rack": "r2"}]}
     snap = stickyflow.parse_snapshot(racked)
-    assert snap.rack_aware and consumer_flow._equal_subscriptions(consumer_flow._prepare(snap)) is None
-    assert consumer_flow.solve_consumer(snap, SolveOptions()).extra["shortcut"] is None
+    assert snap.rack_aware and consumer_closed.equal_subscriptions(consumer_model.prepare(snap)) is None
+    assert consumer_opt.solve_consumer(snap, SolveOptions()).extra["shortcut"] is None
 
 
 @pytest.mark.parametrize("seed", range(200))
@@ -83,9 +84,9 @@ def test_subscription_classes_from_the_matrix_equal_those_from_frozensets(seed, 
     members = [{"id": f"m{i}", "subscription": list(rng.choice(pool))} for i in range(rng.randint(1, 15))]
     snap = stickyflow.parse_snapshot({"format": "stickyflow.snapshot/1", "kind": "consumer",
                                       "topics": topics, "members": members})
-    dense = consumer_flow._subscription_classes(snap)
-    monkeypatch.setattr(consumer_flow, "_DENSE_CLASSES", 0)
-    loop = consumer_flow._subscription_classes(snap)
+    dense = consumer_model._subscription_classes(snap)
+    monkeypatch.setattr(consumer_model, "_DENSE_CLASSES", 0)
+    loop = consumer_model._subscription_classes(snap)
     assert dense.tolist() == loop.tolist()
     _, distinct = snap.subscription_groups()
     with_partitions = [frozenset(t for t in sub if t in topics) for sub in distinct]
@@ -107,13 +108,13 @@ def test_closed_form_reads_claims_in_member_order_as_it_sorts_them(seed):
     snap = stickyflow.parse_snapshot(random_consumer_doc(seed, equal_subscriptions=True, racks=False,
                                                          max_members=8, max_partitions=12))
     with remembered_claims(snap):
-        d = consumer_flow._prepare(snap)
+        d = consumer_model.prepare(snap)
         if d.n_classes != 1:
             return
-        as_read = consumer_flow._equal_subscriptions(d)
+        as_read = consumer_closed.equal_subscriptions(d)
         if as_read is None:  # racks that cost: not the closed form's case
             return
         d.prev = dataclasses.replace(d.prev, by_member=None)
-        sorted_ = consumer_flow._equal_subscriptions(d)
+        sorted_ = consumer_closed.equal_subscriptions(d)
     assert as_read[1:] == sorted_[1:]
     assert as_read[0].to_tuples() == sorted_[0].to_tuples()

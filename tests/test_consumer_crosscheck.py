@@ -242,7 +242,7 @@ def test_features_are_read_from_the_snapshot():
 @pytest.mark.parametrize("method", ["flow", "networkx"])
 def test_objective_is_the_measured_cost(seed, method):
     """A solver's own claims (objective, bound, extra) describe the assignment it returned."""
-    from stickyflow.formulations.consumer_flow import solve_consumer
+    from stickyflow.formulations.consumer.opt import solve_consumer
 
     snap = random_consumer_snapshot(seed, shape_of(seed))
     decision = solve_consumer(snap, SolveOptions(method=method))

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stickyflow
-from stickyflow.formulations import consumer_flow
+from stickyflow.formulations.consumer import model as consumer_model, opt as consumer_opt, warm_start as consumer_warm
 from stickyflow.registry import SolveOptions
 from checker import check_result
 from strategies import random_consumer_doc, with_and_without
@@ -31,8 +31,8 @@ def deal(request, monkeypatch):
     """Every way the warm start deals orphans: greedily, proven or else on (large groups); by the water level's
     two max flows, proven or else by the least-squares flow (small ones); and by that flow alone. Small test
     groups take the first only when the threshold is lowered."""
-    monkeypatch.setattr(consumer_flow, "_GREEDY_ARCS_PER_TOPIC", 0 if request.param == "greedy deal first" else 10**9)
-    monkeypatch.setattr(consumer_flow, "_LEVEL_DEAL", request.param != "least-squares flow only")
+    monkeypatch.setattr(consumer_warm, "_GREEDY_ARCS_PER_TOPIC", 0 if request.param == "greedy deal first" else 10**9)
+    monkeypatch.setattr(consumer_warm, "_LEVEL_DEAL", request.param != "least-squares flow only")
     return request.param
 
 
@@ -77,7 +77,7 @@ def test_warm_start_answers_when_members_leave(monkeypatch, deal):
     for seed in range(120):
         doc = _shrinking_group(seed)
         snap = stickyflow.parse_snapshot(doc)
-        d = consumer_flow.solve_consumer(snap, SolveOptions())
+        d = consumer_opt.solve_consumer(snap, SolveOptions())
         warm, flow = _solve_both(doc, monkeypatch)
         check_result(snap, warm)
         assert warm.solver.status == "optimal"
@@ -99,8 +99,8 @@ def test_warm_start_leaves_what_it_cannot_prove():
                        {"id": "y", "subscription": ["b"], "generation": 1, "owned": {"b": [0, 1]}},
                        {"id": "z", "subscription": ["a"]}]}
     snap = stickyflow.parse_snapshot(doc)
-    d = consumer_flow._prepare(snap)
-    assert consumer_flow._warm_start(d, consumer_flow._class_graph(d)) is None
+    d = consumer_model.prepare(snap)
+    assert consumer_warm.try_warm_start(d, consumer_model.class_graph(d)) is None
     r = stickyflow.assign(snap)
     assert r.metrics["sum_squared_loads"] == 4 + 4 + 4 and r.metrics["moves"] == 2
 
@@ -110,9 +110,9 @@ def test_square_sum_proof_sees_chains():
     sub = np.array([[True, False], [True, True], [False, True]])
     holds = np.array([[True, False], [False, True], [False, False]])
     ok = np.ones(3, dtype=bool)
-    assert not consumer_flow._least_square_sum(np.array([3, 2, 1]), ok, holds, sub)
+    assert not consumer_warm._least_square_sum(np.array([3, 2, 1]), ok, holds, sub)
     holds_no_b = np.array([[True, False], [True, False], [False, False]])  # y holds no b: no chain reaches z
-    assert consumer_flow._least_square_sum(np.array([3, 2, 1]), ok, holds_no_b, sub)
+    assert consumer_warm._least_square_sum(np.array([3, 2, 1]), ok, holds_no_b, sub)
 
 
 def test_greedy_deal_takes_back_a_topic_share_until_the_proof_holds():
@@ -133,16 +133,16 @@ def test_greedy_deal_takes_back_a_topic_share_until_the_proof_holds():
         holding = holds.copy()
         holding[dealt[1], dealt[0]] = True
         seen.append(after.tolist())
-        return consumer_flow._least_square_sum(after, ok, holding, sub)
+        return consumer_warm._least_square_sum(after, ok, holding, sub)
 
-    dealt = consumer_flow._deal_greedy(load, ok, sub, orphans, accept)
+    dealt = consumer_warm._deal_greedy(load, ok, sub, orphans, accept)
     assert seen == [[1, 3, 10], [2, 2, 10]]
     assert [a.tolist() for a in dealt] == [[0, 1], [0, 1], [2, 2]]
-    assert consumer_flow._deal_greedy(load, ok, sub, orphans, accept, sweeps=1) is None
+    assert consumer_warm._deal_greedy(load, ok, sub, orphans, accept, sweeps=1) is None
 
 
 def _fill_by_levels(load, readers, k):
-    """The level filling written out unit by unit (the reference for consumer_flow._fill_lowest): each unit
+    """The level filling written out unit by unit (the reference for consumer_warm._fill_lowest): each unit
     to the reader with the least load, ties to the least load before the deal, then the lower member index."""
     after = load.copy()
     for _ in range(k):
@@ -160,7 +160,7 @@ def test_fill_lowest_deals_unit_by_unit_to_the_least_loaded(loads, pick, k):
     mask = np.array([(pick >> i) & 1 for i in range(len(loads))], dtype=bool)
     mask[pick % len(loads)] = True
     readers = np.flatnonzero(mask)
-    got = consumer_flow._fill_lowest(load, readers, k)
+    got = consumer_warm._fill_lowest(load, readers, k)
     want = _fill_by_levels(load, readers, k)
     assert dict(zip(got[0].tolist(), got[1].tolist())) == dict(zip(want[0].tolist(), want[1].tolist()))
 
@@ -219,7 +219,7 @@ def test_water_level_deal_is_a_least_square_deal_or_nothing(n_members, n_topics,
     orphans = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n_topics, max_size=n_topics)), dtype=np.int64)
     ok = np.array(data.draw(st.lists(st.booleans(), min_size=n_members, max_size=n_members)), dtype=bool)
     best = _least_square_deal(load, ok, sub, orphans)
-    dealt = consumer_flow._deal_level(load, ok, sub, orphans)
+    dealt = consumer_warm._deal_level(load, ok, sub, orphans)
     level = _water_level_loads(load, ok, sub, orphans)  # no deal does better
     ideal = int((level[ok] ** 2).sum())
     if dealt is not None:
@@ -247,8 +247,8 @@ def test_water_level_deal_answers_wherever_the_level_is_reachable(seed):
         ok = rng.random(M) < 0.9
         ok[0] = True
         orphans = rng.integers(0, 8, T)
-        flow = consumer_flow._deal_orphans(load, ok, sub, orphans)
-        level = consumer_flow._deal_level(load, ok, sub, orphans)
+        flow = consumer_warm._deal_orphans(load, ok, sub, orphans)
+        level = consumer_warm._deal_level(load, ok, sub, orphans)
         if flow is None:
             assert level is None
             continue
@@ -280,14 +280,14 @@ def test_class_reads_from_the_subscription_matrix_equal_the_pairs(seed, monkeypa
     if rng.random() < 0.5:
         doc["topics"]["unread"] = {"partitions": 2}
     snap = stickyflow.parse_snapshot(doc)
-    d = consumer_flow._prepare(snap)
+    d = consumer_model.prepare(snap)
     if not d.topics:
         return
-    from_matrix = consumer_flow._class_reads(d).copy()
+    from_matrix = consumer_model.class_reads(d).copy()
     assert "matrix" in snap._memo
     d.class_reads = None
-    monkeypatch.setattr(consumer_flow, "_DENSE_CLASSES", 0)  # as for a group too large for the matrix
-    by_pairs = consumer_flow._class_reads(d)
+    monkeypatch.setattr(consumer_model, "_DENSE_CLASSES", 0)  # as for a group too large for the matrix
+    by_pairs = consumer_model.class_reads(d)
     assert from_matrix.shape == (d.n_classes, len(d.topics))
     assert (from_matrix == by_pairs).all()
     assert from_matrix.any(axis=1).all()  # every class reads some assignable topic

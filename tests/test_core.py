@@ -148,7 +148,7 @@ def test_invalid_custom_assignor_is_a_solver_fault():
 
 @pytest.mark.parametrize("fault", ["missing", "crash", "invalid"])
 def test_optimizer_faults_fall_back_to_sticky(monkeypatch, fault):
-    import stickyflow.formulations.consumer_flow as cf
+    import stickyflow.formulations.consumer.flow as cf
     from stickyflow.errors import BackendMissingError
 
     def missing(*a, **k):
@@ -160,7 +160,7 @@ def test_optimizer_faults_fall_back_to_sticky(monkeypatch, fault):
     def invalid(snapshot, options=None):
         return stickyflow.Decision(assignment={"a": {"t": [0]}}, method="flow", status="optimal")
 
-    monkeypatch.setattr(cf, "_solve_flow", {"missing": missing, "crash": crash, "invalid": invalid}[fault])
+    monkeypatch.setattr(cf, "solve_flow", {"missing": missing, "crash": crash, "invalid": invalid}[fault])
     snap = parse_snapshot(consumer())
     r = stickyflow.assign(snap)
     check_result(snap, r)

@@ -37,8 +37,8 @@ def test_probe_plans_respect_the_bound_and_the_lp_stays_below(scenario, variant,
 def test_client_lns_repairs_a_spoiled_plan_but_not_below_the_bound(scenario, case_seed):
     """Twenty targets shuffled among themselves (counts unchanged, cost about doubled): the neighbourhoods win
     most of it back, and never pass the flows' bound."""
-    from stickyflow.formulations import streams_flow as sf
-    from stickyflow.formulations.streams_common import target_cost
+    from stickyflow.formulations.streams import flow as sf
+    from stickyflow.formulations.streams.plan import target_cost
 
     probe = _probe_module()
     m = probe.model_of(60, 8, scenario, "stateful", case_seed)

@@ -343,7 +343,7 @@ def test_a_real_kafka_consumer_accepts_the_instances():
 
 @pytest.mark.parametrize("cls", [OptimalAssignor, CooperativeOptimalAssignor])
 def test_optimizer_failure_falls_back_to_a_greedy_assignor(monkeypatch, cls):
-    import stickyflow.formulations.consumer_flow as cf
+    import stickyflow.formulations.consumer.opt as cf
 
     def broken(snapshot, options):
         raise RuntimeError("solver exploded")

@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from stickyflow.formulations.load_flow import peak_bound
-from stickyflow.formulations.load_opt import optimize
+from stickyflow.formulations.load.flow import peak_bound
+from stickyflow.formulations.load.opt import optimize
 from stickyflow.load.problem import LoadProblem, measure, peak_limit_exact
 from stickyflow.registry import SolveOptions
 

@@ -15,7 +15,7 @@ import pytest
 import stickyflow
 from stickyflow.datasets.generators import consumer_snapshot
 from stickyflow.datasets.suites import suite
-from stickyflow.formulations.load_flow import transport
+from stickyflow.formulations.load.flow import transport
 from stickyflow.load.plan import lpt_plan, quota_plan
 from stickyflow.load.problem import LoadProblem, load_problem, measure
 from tests.checker import check_result

@@ -54,7 +54,7 @@ def test_cooperative_target_rounds_and_revocations():
 def test_fallback_is_load_aware(monkeypatch):
     """The optimizer failing, the sticky load greedy stands in, not the count-based sticky (which keeps every
     partition where it was, the hot one beside three others)."""
-    import stickyflow.formulations.load_opt as load_opt
+    import stickyflow.formulations.load.opt as load_opt
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stickyflow.formulations.load_flow import fractional_bound, peak_bound
-from stickyflow.formulations.load_opt import optimize
+from stickyflow.formulations.load.flow import fractional_bound, peak_bound
+from stickyflow.formulations.load.opt import optimize
 from stickyflow.load.plan import sticky_plan
 from stickyflow.load.problem import LoadProblem, measure, partition_bound, peak_limit, per_partition_best
 from stickyflow.registry import SolveOptions

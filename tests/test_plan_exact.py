@@ -110,7 +110,7 @@ def test_the_check_names_every_broken_rule():
 
 
 def test_a_broken_exact_answer_falls_back_and_says_why(monkeypatch):
-    import stickyflow.formulations.plan_cpsat as exact
+    import stickyflow.formulations.plan.cpsat as exact
     from stickyflow.planning.methods import PlanDecision
 
     monkeypatch.setattr(exact, "solve_plan_exact",

@@ -104,9 +104,9 @@ sys.exit(main(["solve", {str(path)!r}, "-o", {str(tmp_path / "out.json")!r}]))
 # any machine: a valid result whose status tells the truth.
 _SLOW_CLOCK = """
 import itertools, types
-import stickyflow.formulations.consumer_flow as _cf
+import stickyflow.formulations.consumer.flow as _cf, stickyflow.formulations.consumer.opt as _co
 _ticks = itertools.count()
-_cf.time = types.SimpleNamespace(perf_counter=lambda: float(next(_ticks)))
+_cf.time = _co.time = types.SimpleNamespace(perf_counter=lambda: float(next(_ticks)))
 """
 
 
@@ -115,10 +115,13 @@ def slow_clock(monkeypatch):
     import itertools
     import types
 
-    import stickyflow.formulations.consumer_flow as cf
+    import stickyflow.formulations.consumer.flow as cf
+    import stickyflow.formulations.consumer.opt as co
 
     ticks = itertools.count()
-    monkeypatch.setattr(cf, "time", types.SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+    clock = types.SimpleNamespace(perf_counter=lambda: float(next(ticks)))
+    monkeypatch.setattr(cf, "time", clock)
+    monkeypatch.setattr(co, "time", clock)  # the front door sets the deadline, the flow checks it
 
 
 def test_consumer_time_limit_runs_out(slow_clock):
@@ -158,13 +161,13 @@ def test_streams_one_millisecond_limit():
 
 
 def _cpsat_finds_nothing(monkeypatch) -> None:
-    """CP-SAT, as :mod:`stickyflow.formulations.streams_cpsat` reaches it (``_cp()``), returns UNKNOWN at once:
+    """CP-SAT, as :mod:`stickyflow.formulations.streams.cpsat` reaches it (``_cp()``), returns UNKNOWN at once:
     what a time limit that runs out before the first solution looks like, on any machine."""
     import types
 
     from ortools.sat.python import cp_model
 
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat as sc
 
     class NoSolutionInTime(cp_model.CpSolver):
         def solve(self, model, *args, **kwargs):
@@ -176,29 +179,30 @@ def _cpsat_finds_nothing(monkeypatch) -> None:
 
     fake = types.SimpleNamespace(**{k: getattr(cp_model, k) for k in dir(cp_model) if not k.startswith("__")})
     fake.CpSolver = NoSolutionInTime
-    monkeypatch.setattr(sc, "_cp", lambda: fake)
+    monkeypatch.setattr(sc, "cp_model_module", lambda: fake)
 
 
 def _flow_plan_kept(snap) -> bool:
     """Whether CP-SAT, finding nothing, would keep the flow's plan (tags and the move cap relaxed)."""
-    import stickyflow.formulations.streams_cpsat as sc
-    from stickyflow.formulations.streams_flow import solve_flow
-    from stickyflow.formulations.streams_opt import build_model
+    import stickyflow.formulations.streams.cpsat_data as sc_data
+    import stickyflow.formulations.streams.cpsat_start as sc_start
+    from stickyflow.formulations.streams.flow import solve_flow
+    from stickyflow.formulations.streams.opt import build_model
 
     model = build_model(snap)
-    return sc._valid_hint(model, solve_flow(sc._relaxed(model))) is not None
+    return sc_start.valid_hint(model, solve_flow(sc_data.relaxed(model))) is not None
 
 
 def test_streams_cpsat_without_a_solution_falls_back(monkeypatch):
     # two standbys and a zone tag: the flow places standbys without the tags, so its plan cannot stand in; and
     # here no valid start either (the tag repair and the greedy's answer are switched off)
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat as sc
 
     snap = stickyflow.parse_snapshot(streams_doc(tasks=20, clients=5, racks=3, num_standby_replicas=2,
                                                  config={"rack_aware_assignment_tags": ["zone"]}))
     assert not _flow_plan_kept(snap)
     _cpsat_finds_nothing(monkeypatch)
-    monkeypatch.setattr(sc, "_valid_start", lambda m, hint, options: (hint, "flow"))
+    monkeypatch.setattr(sc, "valid_start", lambda m, hint, options: (hint, "flow"))
     r = stickyflow.assign(snap, method="cpsat", time_limit=5)
     assert_fallback(snap, r, "TimeLimitError", "CP-SAT found no solution within the time limit")
     assert r.solver.method == "high_availability"
@@ -262,8 +266,8 @@ def test_streams_infeasible_move_cap():
 
 @pytest.mark.parametrize("where", ["flow", "cpsat"])
 def test_streams_solver_exception(monkeypatch, where):
-    import stickyflow.formulations.streams_cpsat as sc
-    import stickyflow.formulations.streams_flow as sf
+    import stickyflow.formulations.streams.cpsat as sc
+    import stickyflow.formulations.streams.flow as sf
 
     def boom(*a, **k):
         raise RuntimeError("solver exploded")
@@ -282,8 +286,8 @@ def test_streams_solver_exception(monkeypatch, where):
 @pytest.mark.parametrize("kind", ["consumer", "streams"])
 def test_fallback_failing_too_is_one_typed_error(monkeypatch, kind, tmp_path, capsys):
     """Both the optimizer and the greedy fail: a SolverFaultError naming both; the CLI exits 1 with one line."""
-    import stickyflow.formulations.consumer_flow as cf
-    import stickyflow.formulations.streams_opt as so
+    import stickyflow.formulations.consumer.flow as cf
+    import stickyflow.formulations.streams.opt as so
     from stickyflow import registry
 
     def boom(*a, **k):
@@ -293,7 +297,7 @@ def test_fallback_failing_too_is_one_typed_error(monkeypatch, kind, tmp_path, ca
         raise ValueError("greedy down")
 
     if kind == "consumer":
-        monkeypatch.setattr(cf, "_solve_flow", boom)
+        monkeypatch.setattr(cf, "solve_flow", boom)
         doc = consumer_doc()
     else:
         monkeypatch.setattr(so, "build_model", boom)

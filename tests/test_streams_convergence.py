@@ -78,7 +78,7 @@ def test_round_zero_promise_holds_over_the_whole_way(seed):
     plan's balance is then the best), racks (a waiting movement may move to a holder that caught up meanwhile,
     whose traffic saves more than the move each round it waits) or learner mode (its rule picks which movement
     waits)."""
-    from stickyflow.formulations.streams_opt import solve_streams
+    from stickyflow.formulations.streams.opt import solve_streams
     from stickyflow.registry import SolveOptions
 
     rng = random.Random(seed)
@@ -285,7 +285,7 @@ def test_answers_do_not_depend_on_string_hashing():
 def test_the_wall_clock_safety_net_says_when_it_ended_a_search(monkeypatch):
     """Forced to fire at once, the guard leaves a valid answer that claims no proof from the cut search and
     says why in ``solver.reason``."""
-    from stickyflow.formulations import streams_cpsat
+    from stickyflow.formulations.streams import cpsat as streams_cpsat
 
     monkeypatch.setattr(streams_cpsat, "WALL_GUARD", 0.0)
     monkeypatch.setattr(streams_cpsat, "WALL_GUARD_S", 1e-3)

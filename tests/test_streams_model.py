@@ -299,7 +299,7 @@ def test_in_sorted_is_isin_on_the_models_key_arrays(seed):
     any shape, and no keys at all."""
     import numpy as np
 
-    from stickyflow.formulations.streams_common import in_sorted
+    from stickyflow.model.arrays import in_sorted
 
     rng = np.random.default_rng(seed)
     keys = np.unique(rng.integers(0, 60, size=int(rng.integers(0, 25))))

@@ -15,9 +15,11 @@ import stickyflow
 from stickyflow.check.streams import balance_excess, streams_metrics
 from stickyflow.datasets.generators import streams_snapshot
 from stickyflow.datasets.simulator import Scenario, simulate
-from stickyflow.formulations import streams_flow
-from stickyflow.formulations.streams_common import converged_standbys
-from stickyflow.formulations.streams_opt import build_model, movements, solve_streams
+from stickyflow.formulations.streams import actives as streams_actives, arcs as streams_arcs, flow as streams_flow
+from stickyflow.formulations.streams import balance as streams_balance, pricing as streams_pricing
+from stickyflow.formulations.streams import standbys as streams_standbys
+from stickyflow.formulations.streams.plan import converged_standbys
+from stickyflow.formulations.streams.opt import build_model, movements, solve_streams
 from stickyflow.registry import SolveOptions
 
 from checker import check_result
@@ -369,11 +371,11 @@ def test_replica_prices_bound_brute_force_with_tags(seed, zones):
         m = build_model(snap)
         if not m.stateful.any():
             continue
-        target = streams_flow.best_target(m)[0].target
+        target = streams_actives.best_target(m)[0].target
         values = []
         for spread in (True, False):
-            values += streams_flow.replica_lagrangian(m, target, 4, lambda more: True, spread)[0]
-        values += streams_flow.replica_subgradient(m, target, 6, lambda t: None, lambda more: True)
+            values += streams_pricing.replica_lagrangian(m, target, 4, lambda more: True, spread)[0]
+        values += streams_pricing.replica_subgradient(m, target, 6, lambda t: None, lambda more: True)
         assert max(values, default=0) <= found[1], (doc, values, found)
         checked += 1
         priced += bool(values)
@@ -416,7 +418,7 @@ def test_replica_repair_balances_movements_across_two_zones(monkeypatch):
     the first target leaves unbalanced in replicas (eight of the twenty on 2026-11-27), never unbalances one,
     and its values, bounds like the other prices', never exceed what a balanced plan costs. CP-SAT, on the
     first repaired one, finds nothing below the flow's bound."""
-    from stickyflow.formulations import streams_flow
+    from stickyflow.formulations.streams import flow as streams_flow
 
     def solve_all():
         out = {}
@@ -432,7 +434,7 @@ def test_replica_repair_balances_movements_across_two_zones(monkeypatch):
     for seed, (_, fl) in repaired.items():
         if all(fl.extra["balanced_counts"].values()):
             assert max(fl.extra.get("repair_values") or [], default=0) <= fl.extra["target_cost"], (seed, fl.extra)
-    monkeypatch.setattr(streams_flow, "_replica_repair", lambda *args, **kwargs: [])
+    monkeypatch.setattr(streams_flow, "replica_repair", lambda *args, **kwargs: [])
     first = solve_all()
     fixed = [k for k in first if not first[k][1].extra["balanced_counts"]["replicas"]
              and repaired[k][1].extra["balanced_counts"]["replicas"]]
@@ -454,7 +456,7 @@ def test_finer_replica_prices_find_plans_the_first_prices_miss(monkeypatch):
     the bound where the floors' and the 0/1 prices' targets do not (five of the forty on 2026-11-27, since the
     0/1 prices, from spread counts, prove the bound themselves). CP-SAT, on the first two of those, finds
     nothing cheaper."""
-    from stickyflow.formulations import streams_flow
+    from stickyflow.formulations.streams import flow as streams_flow
 
     def solve_all():
         out = {}
@@ -504,8 +506,8 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
         want = rng.choice([1, 1, 2]) if stateful.any() else 0
         n = T + want * int(stateful.sum())
         m = SimpleNamespace(stateful=stateful, T=T, want=want, threads=threads, bf=bf)
-        _, cap = streams_flow._replica_caps(m)
-        floor, top = streams_flow.box_hull(streams_flow.balance_boxes(n, threads, bf), n)
+        _, cap = streams_pricing._replica_caps(m)
+        floor, top = streams_balance.box_hull(streams_balance.balance_boxes(n, threads, bf), n)
         most = np.zeros(C, dtype=np.int64)
         least = np.full(C, n, dtype=np.int64)
         for counts in itertools.product(range(n + 1), repeat=C):
@@ -514,7 +516,7 @@ def test_replica_caps_are_the_most_any_balanced_count_holds():
                 least = np.minimum(least, counts)
         assert (cap == most).all() and (top == most).all(), (n, threads.tolist(), bf, cap.tolist(), most.tolist())
         assert (floor == least).all(), (n, threads.tolist(), bf, floor.tolist(), least.tolist())
-        hull = streams_flow.box_hull(streams_flow.balance_boxes(n, threads, bf))[1]
+        hull = streams_balance.box_hull(streams_balance.balance_boxes(n, threads, bf))[1]
         tight += bool((cap < hull).any())
     assert tight >= 10
 
@@ -529,15 +531,15 @@ def test_spread_free_standbys_cost_the_same_and_overfill_least(pooled, monkeypat
     it costs less than the flow priced it: with pools, the flows' own values (their cost part) are compared."""
     values: list[int] = []
     if pooled:
-        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", 0)
-        solve = streams_flow._Arcs.solve
+        monkeypatch.setattr(streams_standbys, "EXPLICIT_STANDBY_ARCS", 0)
+        solve = streams_arcs.Arcs.solve
 
         def recorded(self, supplies):
             out, total = solve(self, supplies)
             values.append(total)
             return out, total
 
-        monkeypatch.setattr(streams_flow._Arcs, "solve", recorded)
+        monkeypatch.setattr(streams_arcs.Arcs, "solve", recorded)
     rng = random.Random(7)
     strictly = 0
     for i in range(30):
@@ -547,21 +549,21 @@ def test_spread_free_standbys_cost_the_same_and_overfill_least(pooled, monkeypat
                                config={"rack_aware_assignment_strategy": "min_traffic",
                                        "rack_aware_assignment_tags": rng.choice([[], ["zone"]])})
         m = build_model(stickyflow.parse_snapshot(doc))
-        sol, _, _ = streams_flow.best_target(m)
-        S, hi = streams_flow._replica_caps(m)
+        sol, _, _ = streams_actives.best_target(m)
+        S, hi = streams_pricing._replica_caps(m)
         act = np.bincount(sol.target, minlength=m.C)
         placed = {}
         for spread in (True, False):
-            found = streams_flow.free_placement(m, S, sol.target, hi, spread)
+            found = streams_standbys.free_placement(m, S, sol.target, hi, spread)
             if found is None:
                 break  # a pool too small: _free_standbys falls back to the cheapest held clients
             ts, cs = found
             cost = int(m.standby_cost(ts, cs).sum())
             if pooled:  # the flow's value: K1 x cost + K2 x units over the box + ties, the last two below K1
-                cost = values[-1] // streams_flow._weights(m, len(S) * m.want, cost_first=True)[0]
+                cost = values[-1] // streams_standbys._weights(m, len(S) * m.want, cost_first=True)[0]
             over = int(np.maximum(act + np.bincount(cs, minlength=m.C) - hi, 0).sum())
             placed[spread] = cost, over
-            counts = streams_flow._free_standbys(m, S, sol.target, hi, spread)
+            counts = streams_standbys.free_standbys(m, S, sol.target, hi, spread)
             assert (counts == np.bincount(cs, minlength=m.C)).all()
         if len(placed) == 2:
             assert placed[True][0] == placed[False][0], (i, placed)
@@ -587,14 +589,14 @@ def test_replica_prices_follow_the_floors_own_standbys(seed):
                                config={"rack_aware_assignment_strategy": "min_traffic",
                                        "rack_aware_assignment_tags": ["zone"]})
         m = build_model(stickyflow.parse_snapshot(doc))
-        target = streams_flow.best_target(m)[0].target
-        S, hi = streams_flow._replica_caps(m)
-        found = streams_flow.free_placement(m, S, target, hi, spread=True)
+        target = streams_actives.best_target(m)[0].target
+        S, hi = streams_pricing._replica_caps(m)
+        found = streams_standbys.free_placement(m, S, target, hi, spread=True)
         if found is None or not m.tag_keys:
             continue
         ts, cs = found
         cost = int(m.standby_cost(ts, cs).sum())
-        floor = int(streams_flow.standby_floor(m).pairs(np.arange(m.T), target).sum())
+        floor = int(streams_actives.standby_floor(m).pairs(np.arange(m.T), target).sum())
         assert cost >= floor, (doc["id"], cost, floor)
         tagged += 1
         equal += cost == floor
@@ -644,7 +646,7 @@ def test_pooled_standbys_match_explicit(seed, monkeypatch):
                    clients=rng.randint(15, 24), racks=3, num_standby_replicas=1 + i % 2,
                    config={"rack_aware_assignment_tags": ["zone"] if i == 2 else []})
         explicit = solve_streams(snap, SolveOptions(method="flow"))
-        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", 0)
+        monkeypatch.setattr(streams_standbys, "EXPLICIT_STANDBY_ARCS", 0)
         pooled = solve_streams(snap, SolveOptions(method="flow"))
         monkeypatch.undo()
         assert explicit.extra["standby_mode"] == "explicit"
@@ -665,7 +667,7 @@ def test_converged_standbys_spread_around_the_target(standby_arcs, monkeypatch):
     standbys once took a client of the target's zone instead, a plan whose converged assignment breaks the
     tag rule and costs less than the proven bound."""
     if standby_arcs is not None:
-        monkeypatch.setattr(streams_flow, "EXPLICIT_STANDBY_ARCS", standby_arcs)
+        monkeypatch.setattr(streams_standbys, "EXPLICIT_STANDBY_ARCS", standby_arcs)
     doc = streams_snapshot("rack_outage", tasks=600, clients=60, seed=1, racks=3, num_standby_replicas=1,
                            subtopologies=10, stateful_fraction=0.5, config={"rack_aware_assignment_strategy":
                                                                             "min_traffic"})
@@ -896,7 +898,8 @@ def test_tag_repair_makes_the_flow_hint_valid():
     """Two standbys spread over a zone tag (``bench/streams_vs_greedy.py``'s ``lag_skew`` t33-c4): the flow
     relaxes the tags and its plan breaks the spread; repaired (one of the hints CP-SAT may start from), it
     keeps the flow's targets and what runs, moves standbys only, and is valid by every rule."""
-    from stickyflow.formulations.streams_cpsat import _relaxed, _tag_repaired, _valid_hint
+    from stickyflow.formulations.streams.cpsat_data import relaxed as _relaxed
+    from stickyflow.formulations.streams.cpsat_start import _tag_repaired, valid_hint as _valid_hint
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
                                                        threads=[1, 2]))
@@ -933,8 +936,9 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
     far from **Balanced**, then cheaper: here the repaired flow plan, balanced in every count (its standbys
     moved for the tags, then evened out) and cheaper than the greedy's answer. Its answer stays balanced and
     is cheaper than the greedy's."""
-    from stickyflow.formulations.streams_common import decision_plan
-    from stickyflow.formulations.streams_cpsat import _relaxed, _start_key, _tag_repaired, _valid_start
+    from stickyflow.formulations.streams.plan import decision_plan
+    from stickyflow.formulations.streams.cpsat_data import relaxed as _relaxed
+    from stickyflow.formulations.streams.cpsat_start import _start_key, _tag_repaired, valid_start as _valid_start
     from stickyflow.registry import get_assignor
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("fresh", 108, 9, 402327, 1, 0.5, "balance_subtopology", 2))
@@ -956,15 +960,16 @@ def test_two_standby_tags_start_from_the_better_balanced_hint():
 def test_two_standby_tags_start_from_the_greedy_when_the_repair_fails(monkeypatch):
     """The same ``lag_skew`` t33-c4 snapshot, with the tag repair made to fail (it returns the flow's plan as
     it was): the greedy's answer, valid by every rule, is the start, under the greedy's method name."""
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat_data as sc_data
+    import stickyflow.formulations.streams.cpsat_start as sc_start
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("lag_skew", 33, 4, 219036, 3, 0.5, "min_traffic", 1,
                                                        threads=[1, 2]))
     m = build_model(snap, SolveOptions())
-    flow = streams_flow.solve_flow(sc._relaxed(m))
-    monkeypatch.setattr(sc, "_tag_repaired", lambda m, plan: (plan, 0))
-    start, name = sc._valid_start(m, flow, SolveOptions())
-    assert name == "greedy" and sc._valid_hint(m, start) is not None
+    flow = streams_flow.solve_flow(sc_data.relaxed(m))
+    monkeypatch.setattr(sc_start, "_tag_repaired", lambda m, plan: (plan, 0))
+    start, name = sc_start.valid_start(m, flow, SolveOptions())
+    assert name == "greedy" and sc_start.valid_hint(m, start) is not None
     assert start.method == "high_availability"
 
 
@@ -973,7 +978,7 @@ def test_two_standby_tags_above_the_start_only_size_answer_with_the_start(monkey
     not asked for by name, did not improve on its valid start within the default time in any measured run
     (200 x 20 to 10,000 x 1,000: the start back after 16 to 33 s, or nothing found), so the start is the
     answer and CP-SAT does not run. Asked for by name, or given a time limit that lifts the size, it runs."""
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat as sc
 
     class Ran(Exception):
         pass
@@ -983,7 +988,7 @@ def test_two_standby_tags_above_the_start_only_size_answer_with_the_start(monkey
 
     snap = stickyflow.parse_snapshot(_two_standby_tags("steady", 80, 40, 7, 4, 0.5, "min_traffic", 2))
     assert 80 * 40 > sc.START_ONLY_PAIRS
-    monkeypatch.setattr(sc, "_cp", cp_sat_runs)
+    monkeypatch.setattr(sc, "cp_model_module", cp_sat_runs)
     d = solve_streams(snap, SolveOptions())
     assert d.extra["note"].startswith("CP-SAT not run") and "cpsat_status" not in d.extra, d.extra
     res = stickyflow.assign(snap, "optimal")
@@ -1009,7 +1014,9 @@ def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario
     feasible (before ``_converged_spread``, these three were infeasible)."""
     from ortools.sat.python import cp_model
 
-    import stickyflow.formulations.streams_cpsat as sc
+    import stickyflow.formulations.streams.cpsat as sc
+    import stickyflow.formulations.streams.cpsat_data as sc_data
+    import stickyflow.formulations.streams.cpsat_start as sc_start
 
     doc = streams_snapshot(scenario, tasks=tasks, clients=clients, subtopologies=subtopologies, seed=seed, racks=3,
                            num_standby_replicas=2, stateful_fraction=0.5,
@@ -1018,8 +1025,8 @@ def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario
                                    "rack_aware_assignment_strategy": strategy})
     snap = stickyflow.parse_snapshot(doc)
     m = build_model(snap, SolveOptions())
-    start, name = sc._valid_start(m, streams_flow.solve_flow(sc._relaxed(m)), SolveOptions())
-    assert name == "flow, tags repaired" and sc._valid_hint(m, start) is not None
+    start, name = sc_start.valid_start(m, streams_flow.solve_flow(sc_data.relaxed(m)), SolveOptions())
+    assert name == "flow, tags repaired" and sc_start.valid_hint(m, start) is not None
     assert movements(m, start.target).any()
     statuses = []
     solve = cp_model.CpSolver.solve
@@ -1033,4 +1040,4 @@ def test_two_standby_tags_start_is_a_solution_of_the_model(monkeypatch, scenario
     monkeypatch.setattr(cp_model.CpSolver, "solve", fixed_to_hint)
     plan = sc.solve_cpsat(m, SolveOptions(time_limit=2), hint=start)
     assert statuses[0] in ("OPTIMAL", "FEASIBLE"), statuses
-    assert sc._valid_hint(m, plan) is not None
+    assert sc_start.valid_hint(m, plan) is not None

@@ -140,7 +140,7 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
     """The sticky plan for mixed subscriptions: like :func:`sticky_plan`, but each member's load of each topic
     class (where racks cost: of each replica rack set within a class, a "class" below) aims at a quota that
     ``transport(who, held, need, room, cost=, move=)`` gives (float64[M, C] or None: the load optimizer's
-    :func:`stickyflow.formulations.load_flow.transport`, a min-cost flow at rule 4's cost). Where subscriptions
+    :func:`stickyflow.formulations.load.flow.transport`, a min-cost flow at rule 4's cost). Where subscriptions
     differ, a member's room under ``target`` is worth something only to the classes it reads: the plain deal,
     filling one class at a time up to a water level, can fill a member with one class and leave another class's
     readers without room. Here, class by class, the largest partitions first:
@@ -161,7 +161,7 @@ def quota_plan(problem: LoadProblem, target: float, transport: Callable[..., np.
     and one flow for each of the first :data:`_FLOWS` classes (the later ones, of smaller partitions, keep the
     last flow's quotas).
 
-    >>> from stickyflow.formulations.load_flow import transport
+    >>> from stickyflow.formulations.load.flow import transport
     >>> from stickyflow.load.problem import LoadProblem, measure
     >>> p = LoadProblem.of(rates=[3.0, 3.0, 1.0, 1.0], topic=[0, 0, 1, 1], reads=[[True, True], [False, True]],
     ...                    member_class=[0, 1], capacity=[1.0, 1.0], owner=[0, 0, 0, 0])

@@ -53,7 +53,7 @@ BOUND_MARGIN = 1e-9
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class LoadProblem:
     """One consumer group balanced by load, as arrays (see the module's text). Build it with :meth:`of` or
-    :func:`stickyflow.formulations.load_opt.load_problem`.
+    :func:`stickyflow.formulations.load.opt.load_problem`.
 
     ``rackset[p]`` numbers partition ``p``'s replica racks (0: none known, never cross-rack), ``member_rack[m]``
     the member's rack (-1: none), and ``cross[s, r]`` says whether rack ``r`` (the last column: no rack) holds

@@ -2,9 +2,9 @@
 
 ========================  ==============================================================
 ``optimal`` (default)     fewest members (L2 bound, CP-SAT), then least moved load, then
-                          fewest moves: :mod:`stickyflow.formulations.plan_cpsat`
+                          fewest moves: :mod:`stickyflow.formulations.plan.cpsat`
 ``latency``               fewest members, then the least delay the fluid latency model
-                          predicts for the moved partitions: :mod:`stickyflow.formulations.plan_latency`
+                          predicts for the moved partitions: :mod:`stickyflow.formulations.plan.latency`
 ``ff``, ``bf``, ``wf``,   first, best, worst, next fit in snapshot order; with ``d``
 ``nf``, ``ffd``, ...      (``ffd``, ``bfd``, ``wfd``, ``nfd``) in decreasing rate
                           (:mod:`stickyflow.planning.anyfit`)
@@ -77,9 +77,9 @@ HEURISTICS: dict[str, tuple[Callable[..., np.ndarray], str]] = {
     "least-loaded": (_least_loaded, "Ezzeddine et al.'s least-loaded packing, thresholds up and down"),
 }
 EXACT: dict[str, tuple[str, str]] = {
-    "optimal": ("stickyflow.formulations.plan_cpsat:solve_plan_exact",
+    "optimal": ("stickyflow.formulations.plan.cpsat:solve_plan_exact",
                 "fewest members (proven), then least moved load, then fewest moves"),
-    "latency": ("stickyflow.formulations.plan_latency:solve_plan_latency",
+    "latency": ("stickyflow.formulations.plan.latency:solve_plan_latency",
                 "fewest members, then the least predicted delay of moved partitions"),
 }
 PLAN_METHODS: dict[str, str] = {**{k: d for k, (_, d) in EXACT.items()}, **{k: d for k, (_, d) in HEURISTICS.items()}}

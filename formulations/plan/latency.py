@@ -4,7 +4,7 @@ A moved partition is not read while its new member takes it over: in the fluid
 model of :mod:`stickyflow.datasets.fluid`, a member that gains ``g`` partitions
 pauses them ``g x pause`` seconds, then drains their backlog with the capacity its
 kept partitions leave. So a move costs more on a member with little room to
-spare, and the least moved load (:mod:`stickyflow.formulations.plan_cpsat`) is not
+spare, and the least moved load (:mod:`stickyflow.formulations.plan.cpsat`) is not
 always the least delay. For member ``b`` with kept load ``K_b``, gained load
 ``G_b`` in ``g_b`` partitions, drain capacity ``mu`` and ``P_b = pause x g_b``, the
 backlog of the gained partitions rises to ``G_b P_b`` and then falls at the spare
@@ -39,7 +39,7 @@ import numpy as np
 from stickyflow.planning.methods import PlanDecision, plan_key
 from stickyflow.planning.problem import CAPACITY_TOLERANCE, PlanProblem, Weights
 
-from .plan_cpsat import solve_plan_exact
+from .cpsat import solve_plan_exact
 
 __all__ = ["solve_plan_latency", "delay", "plan_delay"]
 

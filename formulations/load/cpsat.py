@@ -38,7 +38,7 @@ import numpy as np
 from stickyflow.load.problem import LoadProblem, peak_limit_exact
 from stickyflow.registry import SolveOptions
 
-from .streams_cpsat import cp_model_module
+from ..cpsat_backend import cp_model_module
 
 __all__ = ["solve_load_cpsat", "CpsatOutcome", "scale", "DEFAULT_TIME_LIMIT", "WORKERS", "WALL_GUARD", "WALL_GUARD_S"]
 

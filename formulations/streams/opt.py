@@ -1,8 +1,8 @@
 r"""The optimizing Kafka Streams assignor (``optimal`` for ``kind = "streams"``): the model and its dispatch.
 
 One rebalance under KIP-441's high-availability rules, solved by min-cost
-flows (:mod:`.streams_flow`) or CP-SAT (:mod:`.streams_cpsat`); the shared
-arrays, boxes and decoding live in :mod:`.streams_common`. The decision is a
+flows (:mod:`.flow`) or CP-SAT (:mod:`.cpsat`); the shared
+arrays (:mod:`.model`), boxes (:mod:`.balance`) and decoding (:mod:`.plan`) live apart. The decision is a
 *target* ``x[t, c]`` (task ``t`` active on client ``c`` once converged) with
 ``want = min(num_standby_replicas, clients - 1)`` standbys ``s[t, c]`` per
 stateful task; what the clients run this round follows from it:
@@ -72,8 +72,9 @@ from stickyflow.model.streams import StreamsSnapshot
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
-from .streams_common import (StreamsModel, StreamsPlan, balance_boxes, box_hull, build_model, choose_warmups,
-                             movements, plan_cost, plan_decision, target_cost)
+from .balance import balance_boxes, box_hull
+from .model import StreamsModel, build_model
+from .plan import StreamsPlan, choose_warmups, movements, plan_cost, plan_decision, target_cost
 
 __all__ = ["solve_streams", "METHODS", "StreamsModel", "StreamsPlan", "build_model", "balance_boxes", "box_hull",
            "plan_cost", "target_cost", "plan_decision", "movements", "choose_warmups", "CPSAT_AUTO_PAIRS",
@@ -105,15 +106,15 @@ def solve_streams(snapshot: StreamsSnapshot, options: SolveOptions | None = None
         what = "max_moves" if model.max_moves is not None else "tag spreading with two or more standbys"
         raise StickyflowError(f"method: the flow cannot enforce {what}; use method='cpsat'")
     if method == "cpsat" or (method is None and needs_cpsat):
-        from .streams_cpsat import solve_cpsat
+        from .cpsat import solve_cpsat
 
         return plan_decision(model, solve_cpsat(model, options, started=t0, auto=method is None))
-    from .streams_flow import solve_flow
+    from .flow import solve_flow
 
     plan = solve_flow(model)
     small = model.T * model.C <= CPSAT_AUTO_PAIRS
     if method is None and plan.status != "optimal" and small:
-        from .streams_cpsat import solve_cpsat
+        from .cpsat import solve_cpsat
 
         if options.time_limit is None:
             options = replace(options, time_limit=CPSAT_AUTO_TIME_LIMIT)

@@ -2,15 +2,15 @@ r"""The ``optimal`` assignor with ``"balance": "load"``: the rules of the spec's
 
 First the bound and the plan below; where they prove every rule on their own, that is the answer. Else, for a
 group whose allowed (partition, member) pairs number at most :data:`CPSAT_PAIRS`, CP-SAT proves the rules in
-turn (:mod:`.load_cpsat`), started from the plan (which stays the answer where CP-SAT ends unproven with
+turn (:mod:`.cpsat`), started from the plan (which stays the answer where CP-SAT ends unproven with
 something worse by the rules). Above that size, or with ``method="plan"``, the plan is the answer:
 
 * the bound: the fractional relaxation solved as max flows, and the largest-rates bound
-  (:func:`.load_flow.peak_bound`), a proven lower bound ``L`` on the least possible peak ``U*``;
+  (:func:`.flow.peak_bound`), a proven lower bound ``L`` on the least possible peak ``U*``;
 * the plan: :func:`stickyflow.load.plan.sticky_plan` aimed at ``lim(L) = (1 + slack) L`` (at most 1 where
   capacities are given and ``L <= 1``): the previous owners keep what fits under it, the least load moves, the
   rest is dealt by water level; where subscriptions differ and that misses ``lim(L)``, the deal by quotas
-  per topic class from a min-cost flow (:func:`.load_flow.transport`, :func:`stickyflow.load.plan.quota_plan`);
+  per topic class from a min-cost flow (:func:`.flow.transport`, :func:`stickyflow.load.plan.quota_plan`);
   where no sticky plan reaches ``lim(L)``, the best of balancing plans (lpt, water level) repaired toward the
   owners, and the reason says so (:func:`stickyflow.load.plan.planned`).
 
@@ -24,7 +24,7 @@ and 5 when every partition sits where its own cost is least
 
 ``method``: ``None`` or ``"auto"`` (the above), ``"cpsat"`` (CP-SAT whatever the size, unless the plan is
 proven), ``"plan"`` (never CP-SAT). ``time_limit``: CP-SAT's deterministic seconds over all its stages
-(:data:`.load_cpsat.DEFAULT_TIME_LIMIT` when not given).
+(:data:`.cpsat.DEFAULT_TIME_LIMIT` when not given).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from stickyflow.load.problem import LoadProblem, load_problem, measure, peak_lim
 from stickyflow.registry import SolveOptions
 from stickyflow.result import Decision
 
-from .load_cpsat import solve_load_cpsat
-from .load_flow import peak_bound, transport
+from .cpsat import solve_load_cpsat
+from .flow import peak_bound, transport
 
 __all__ = ["solve_load", "optimize", "LoadAnswer", "LOAD_METHODS", "CPSAT_PAIRS"]
 

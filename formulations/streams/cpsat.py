@@ -1,4 +1,4 @@
-r"""The streams model of :mod:`.streams_common` in CP-SAT, exactly, for what a flow cannot say.
+r"""The streams model of :mod:`.model` in CP-SAT, exactly, for what a flow cannot say.
 
 Variables (over candidate (task, client) pairs: all of them on small
 instances; eligible, held, local-state and the flow's own pairs plus a few
@@ -48,27 +48,24 @@ portfolio, limited by wall-clock time.
 
 from __future__ import annotations
 
-import importlib
-import itertools
-import sys
-import threading
 import time
-import types
 from typing import Any
 
 import numpy as np
 
-from stickyflow.errors import (BackendMissingError, InfeasibleError, SolverFaultError, StickyflowError,
-                               TimeLimitError)
+from stickyflow.errors import InfeasibleError, SolverFaultError, StickyflowError, TimeLimitError
+from stickyflow.model.arrays import in_sorted
 from stickyflow.registry import SolveOptions
 
-from .streams_common import (StreamsModel, StreamsPlan, choose_warmups, count_excess, decision_plan, in_sorted,
-                             movements, plan_decision, plan_standbys, round_standbys, target_cost)
+from ..cpsat_backend import cp_model_module
+from .cpsat_data import FULL_PAIRS, CpsatData, best_spread, group_lists, relaxed
+from .cpsat_start import add_hint, hint_solves, valid_hint, valid_start
+from .model import StreamsModel
+from .plan import StreamsPlan, choose_warmups, movements, plan_standbys, target_cost
 
 __all__ = ["solve_cpsat", "cp_model_module", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD",
            "WALL_GUARD_S", "DETERMINISTIC_WORKERS"]
 
-FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
 DEFAULT_TIME_LIMIT = 10.0
 #: the wall-clock guard behind the deterministic limit, a safety net only: the deterministic limit decides. CP-SAT's
 #: deterministic seconds took 1.4 to 2.7 wall seconds each on this project's quiet machine (2026-11-27), and about
@@ -85,7 +82,7 @@ WALL_GUARD, WALL_GUARD_S = 10.0, 30.0
 #: proven round-0 answers against 247. And with two or more, OR-Tools 9.15 aborts the whole process ("Check
 #: failed: heuristics.fixed_search != nullptr") on a hinted model that presolve proves infeasible (issue 37:
 #: learner mode, two tag keys), where one worker answers INFEASIBLE; so with ``num_workers`` of two or more the
-#: first stage still runs on one worker unless the hint is known to solve the model (:func:`_hint_solves`)
+#: first stage still runs on one worker unless the hint is known to solve the model (:func:`.cpsat_start.hint_solves`)
 DETERMINISTIC_WORKERS = 1
 #: tags with two or more standbys, CP-SAT not asked for by name: above this many (task, client) pairs (times
 #: the time limit over 10 s, when that is more), a valid start (the flow's plan with its standbys repaired, or
@@ -96,78 +93,6 @@ DETERMINISTIC_WORKERS = 1
 #: 33 s; at 400 x 40 its presolve used up the first stage's time (nothing found, 5 s); at 1,000 x 100 it
 #: returned the start after 16 to 21 s, and at 10,000 x 1,000 found nothing after 14 s.
 START_ONLY_PAIRS = 3_000
-
-
-def cp_model_module():
-    """OR-Tools' ``cp_model`` for every CP-SAT formulation, imported as :func:`_import_cp_model` says (typed error
-    when OR-Tools is missing)."""
-    return _cp()
-
-
-def _cp():
-    try:
-        return _import_cp_model()
-    except ImportError as exc:  # pragma: no cover
-        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
-
-
-_CP_IMPORT = threading.Lock()
-
-
-def _import_cp_model():
-    """OR-Tools' ``cp_model``, imported without importing pandas where that is safe.
-
-    ``cp_model`` imports pandas at its top for its pandas helpers (``new_int_var_series`` and the like),
-    which stickyflow does not use: on this project's machine 0.3 s of the 0.9 s that ``stickyflow solve``
-    took on a small streams snapshot solved by CP-SAT. In a process with one thread that has not loaded pandas,
-    a stand-in (:class:`_PandasOnDemand`) sits in pandas' place in ``sys.modules`` while ``cp_model`` is
-    imported and is taken out right after. ``cp_model`` keeps it as its ``pd``; from then on it hands every
-    name to the real pandas, imported on first use, so those helpers work as before, and ``import pandas``
-    anywhere gets the real module. With a second thread (which could import pandas meanwhile), with pandas
-    loaded already, or when the import fails with the stand-in, ``cp_model`` is imported as it is.
-    """
-    done = sys.modules.get("ortools.sat.python.cp_model")
-    if done is not None:
-        return done
-    with _CP_IMPORT:
-        if "pandas" in sys.modules or threading.active_count() > 1:
-            from ortools.sat.python import cp_model
-            return cp_model
-        stand_in = _PandasOnDemand("pandas")
-        sys.modules["pandas"] = stand_in
-        try:
-            from ortools.sat.python import cp_model
-        except Exception:  # noqa: BLE001  (another OR-Tools wants more of pandas at import: import it whole)
-            cp_model = None
-        finally:
-            stand_in.__dict__["_importing"] = False
-            if sys.modules.get("pandas") is stand_in:
-                del sys.modules["pandas"]
-        if cp_model is None:
-            from ortools.sat.python import cp_model
-        return cp_model
-
-
-class _PandasOnDemand(types.ModuleType):
-    """Pandas' place in ``sys.modules`` while ``cp_model`` is imported (:func:`_import_cp_model`): meanwhile a
-    name read from it is a placeholder class (``cp_model`` reads ``pd.Index`` and ``pd.Series`` for its type
-    annotations); afterwards every name comes from the real pandas, imported on first use.
-
-    >>> pd = _PandasOnDemand("pandas")
-    >>> pd.Series.__name__, pd.Series is pd.Series
-    ('Series', True)
-    """
-
-    def __init__(self, name: str):
-        super().__init__(name)
-        self.__dict__.update(_importing=True, _placeholders={})
-
-    def __getattr__(self, name: str):
-        if self.__dict__["_importing"]:
-            if name.startswith("__"):
-                raise AttributeError(name)
-            return self.__dict__["_placeholders"].setdefault(name, type(name, (), {"__module__": "pandas"}))
-        return getattr(importlib.import_module("pandas"), name)
 
 
 def _balanced(cm, m: StreamsModel, counts: list, name: str, soft: bool = False, at_hint=None):
@@ -241,27 +166,27 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     # ---- the flow: a hint (tags and the move cap relaxed)
     if hint is None:
         try:
-            from .streams_flow import solve_flow
+            from .flow import solve_flow
 
-            hint = solve_flow(_relaxed(m))
+            hint = solve_flow(relaxed(m))
         except StickyflowError as exc:  # no hint: CP-SAT starts from scratch
             extra["hint_error"] = str(exc)
     valid = None  # with tags, the hint once checked (each check validates the whole plan), else None
     if hint is not None and m.tag_keys:
-        valid = _valid_hint(m, hint)
+        valid = valid_hint(m, hint)
         if valid is None:
             # the flow relaxed the tags: a hint that breaks them may leave CP-SAT without any solution in time,
             # so start from a valid one, the better of the flow's plan with its standbys repaired and the greedy's
-            hint, extra["hint"] = _valid_start(m, hint, options)
-            valid = hint if extra["hint"] != "flow" else None  # _valid_start checked what it returns
+            hint, extra["hint"] = valid_start(m, hint, options)
+            valid = hint if extra["hint"] != "flow" else None  # valid_start checked what it returns
 
-    def valid_hint() -> StreamsPlan | None:  # with tags checked above (no hint: None, as _valid_hint says)
-        return valid if m.tag_keys else _valid_hint(m, hint)
+    def hint_if_valid() -> StreamsPlan | None:  # with tags checked above (no hint: None, as valid_hint says)
+        return valid if m.tag_keys else valid_hint(m, hint)
 
     extra["t_hint"] = round(time.perf_counter() - started, 4)
     if auto and m.tag_keys and m.want >= 2 and m.max_moves is None \
             and m.T * m.C > START_ONLY_PAIRS * max(1.0, limit / DEFAULT_TIME_LIMIT):
-        kept = valid_hint()
+        kept = hint_if_valid()
         if kept is not None:
             note = (f"CP-SAT not run: at {m.T * m.C:,} (task, client) pairs it does not improve on a valid start "
                     f"within {limit:g} s; the start ({extra.get('hint', 'flow')}) is the answer (a longer "
@@ -269,8 +194,8 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             kept.extra = {**kept.extra, **extra, "note": note}
             return kept
 
-    cp_model = _cp()
-    d = _Data(m, hint)
+    cp_model = cp_model_module()
+    d = CpsatData(m, hint)
 
     # ---- variables
     cm = cp_model.CpModel()
@@ -280,7 +205,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     s = [cm.new_bool_var(f"s{i}") for i in range(ns)]
     mv_pairs = np.flatnonzero(d.x_move)
     w = {int(i): cm.new_bool_var(f"w{i}") for i in mv_pairs}
-    by_task_x = _group_lists(d.x_t, m.T)
+    by_task_x = group_lists(d.x_t, m.T)
     mv_expr = {}
     for t in np.flatnonzero(m.constrained).tolist():
         terms = [x[i] for i in by_task_x[t] if d.x_move[i]]
@@ -310,7 +235,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         key = (t, int(m.holder[t]))
         act[key] = act[key] + e if key in act else e
     if m.want:
-        by_task_s = _group_lists(d.s_t, m.T)
+        by_task_s = group_lists(d.s_t, m.T)
         for t in np.flatnonzero(m.stateful).tolist():
             cm.add(sum(s[j] for j in by_task_s[t]) == m.want)
             if t in mv_expr:
@@ -341,7 +266,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         cm.add(sum(w.values()) <= m.budget)
 
     # balance: active tasks (a rule), stateful actives, replicas, subtopologies (rules where they can hold)
-    by_client_x = _group_lists(d.x_c, m.C)
+    by_client_x = group_lists(d.x_c, m.C)
     loads = [sum(x[i] for i in by_client_x[c]) for c in range(m.C)]
     started_at = hint if hint is not None and (hint.target >= 0).all() else None
 
@@ -362,12 +287,12 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         excess.append(_balanced(cm, m, [sum(x[i] for i in by_client_x[c] if m.stateful[d.x_t[i]])
                                         for c in range(m.C)], "stf", soft=True, at_hint=at_hint(m.stateful)))
     if m.want:
-        by_client_s = _group_lists(d.s_c, m.C)
+        by_client_s = group_lists(d.s_c, m.C)
         excess.append(_balanced(cm, m, [loads[c] + sum(s[j] for j in by_client_s[c]) for c in range(m.C)], "rep",
                                 soft=True, at_hint=at_hint(replicas=True)))
     if m.sub_balance:
         cg = d.x_c * m.G + m.sub[d.x_t]
-        groups = _group_lists(cg, m.C * m.G)
+        groups = group_lists(cg, m.C * m.G)
         for g in range(m.G):
             excess.append(_balanced(cm, m, [sum(x[i] for i in groups[c * m.G + g]) for c in range(m.C)], f"sub{g}",
                                     soft=True, at_hint=at_hint(m.sub == g)))
@@ -375,14 +300,14 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     # tag spreading
     n_tag_vars = 0
     if m.tag_keys and m.want:
-        best, best2 = _best_spread(m)
+        best, best2 = best_spread(m)
         vals = m.combos[m.client_combo]
         K = m.combos.shape[1]
         holders: dict[int, list[tuple[int, Any]]] = {}
         for (t, c), e in act.items():
             if m.stateful[t]:
                 holders.setdefault(t, []).append((c, e))
-        by_task_s = _group_lists(d.s_t, m.T)
+        by_task_s = group_lists(d.s_t, m.T)
         by_task_w: dict[int, list] = {}
         for i, v in w.items():
             t, c = int(d.x_t[i]), int(d.x_c[i])
@@ -408,7 +333,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                     n_tag_vars += 1
             cm.add(sum(ys) >= need)
 
-        by_task_x = _group_lists(d.x_t, m.T)
+        by_task_x = group_lists(d.x_t, m.T)
         for t in np.flatnonzero(m.stateful).tolist():
             sb = [(int(d.s_c[j]), s[j]) for j in by_task_s[t]]
             # this round's replicas: what runs and this round's standbys (a covering one on the target included)
@@ -474,7 +399,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
               ("ties", last)]
 
     if hint is not None:
-        _add_hint(cm, m, d, hint, x, s, w, z, r)
+        add_hint(cm, m, d, hint, x, s, w, z, r)
 
     # ---- solve: one stage per objective, each fixing its optimum for the next (a lexicographic
     # optimum without weights, which keep CP-SAT's bounds weak); the time limit spans all stages
@@ -491,7 +416,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     # workers, OR-Tools 9.15 then aborts the process (see DETERMINISTIC_WORKERS): one worker, unless the hint
     # is a solution (then so is the model, and every later stage, which its predecessor's solution solves)
     safe_first = not (deterministic and workers is not None and workers > 1) or \
-        (hint is not None and _hint_solves(cp_model, cm, int(options.seed)))
+        (hint is not None and hint_solves(cp_model, cm, int(options.seed)))
     guard_s = WALL_GUARD * limit + WALL_GUARD_S
     guarded = False  # the wall-clock guard ended a stage: the answer depends on the machine's speed and load
     t1 = time.perf_counter()
@@ -566,7 +491,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     if status == cp_model.MODEL_INVALID:
         raise SolverFaultError(f"CP-SAT: invalid model ({cm.validate()})")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        kept = valid_hint()
+        kept = hint_if_valid()
         if kept is not None:
             note = f"CP-SAT found no solution in time; its start ({extra.get('hint', 'flow')}) is kept"
             kept.extra = {**kept.extra, **extra, "note": note}
@@ -627,354 +552,3 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     return plan
 
 
-def _hint_solves(cp_model, cm, seed: int) -> bool:
-    """Whether ``cm``'s hint is a solution of it: every hinted variable fixed to its hint, the others found by a
-    short search on one worker (deterministic, and safe where the model has no solution)."""
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.fix_variables_to_their_hinted_value = True
-    p.num_workers = 1
-    p.random_seed = seed
-    p.max_deterministic_time = 0.25
-    p.max_time_in_seconds = 60.0  # a safety net only
-    return solver.solve(cm) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-
-
-def _valid_hint(m: StreamsModel, hint: StreamsPlan | None) -> StreamsPlan | None:
-    """The flow's plan when it keeps the rules the flow relaxed (tag spreading, the move cap), else None."""
-    if hint is None:
-        return None
-    from stickyflow.check.streams import streams_metrics, validate_streams
-
-    d = plan_decision(m, hint)
-    if validate_streams(m.snap, d.assignment, followup_rebalance_deadline_ms=d.followup_rebalance_deadline_ms):
-        return None
-    if m.max_moves is not None and streams_metrics(m.snap, d.assignment)["moves"] > m.max_moves:
-        return None
-    if hint.status == "optimal" and m.tag_keys and m.want >= 2:
-        hint.status = "feasible"  # its bound ignores the tags: still a bound, but not a proof
-    return hint
-
-
-def _valid_start(m: StreamsModel, hint: StreamsPlan, options: SolveOptions) -> tuple[StreamsPlan, str]:
-    """The hint CP-SAT starts from when the flow's plan breaks a rule it relaxed: of the flow's plan with its
-    standbys repaired (:func:`_tag_repaired`) and the greedy assignor's answer, the valid one with the least
-    excess over **Balanced**, then the least cost (:func:`_start_key`); ``hint`` itself when neither is valid.
-    Returns the plan and which it is."""
-    starts = []
-    repaired, _ = _tag_repaired(m, hint)
-    if _valid_hint(m, repaired) is not None:
-        spread, _ = _converged_spread(m, repaired)
-        if spread is not repaired and _valid_hint(m, spread) is not None:
-            repaired = spread
-        starts.append((_start_key(m, repaired), 0, "flow, tags repaired", repaired))
-    try:
-        from stickyflow.registry import get_assignor
-
-        answer = get_assignor("sticky", "streams").load()(m.snap, options)
-        greedy = decision_plan(m, answer, method=answer.method)
-    except StickyflowError:  # pragma: no cover - the greedy has no time limit and no solver to fail
-        greedy = None
-    if greedy is not None and _valid_hint(m, greedy) is not None:
-        starts.append((_start_key(m, greedy), 1, "greedy", greedy))
-    if not starts:
-        return hint, "flow"
-    _, _, name, plan = min(starts, key=lambda s: s[:2])
-    return plan, name
-
-
-def _start_key(m: StreamsModel, plan: StreamsPlan) -> tuple[int, int]:
-    """How good a start ``plan`` is, about as CP-SAT's stages rank it: the converged assignment's excess over
-    **Balanced**, summed over the counts (:func:`count_excess`); then its cost."""
-    return sum(count_excess(m, plan).values()), target_cost(m, plan)
-
-
-def _tag_repaired(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]:
-    """``plan`` with standbys moved until each task's replicas spread over the tag values (KIP-708), and how
-    many moved.
-
-    The flow spreads one standby only; with two or more, its plan often breaks
-    the spread, and CP-SAT, hinted with it, may find no solution at all within
-    its time (four of the six medium two-standby ``tags`` snapshots of
-    ``bench/streams_vs_greedy.py --quick`` at 2 s). The greedy assignor's repair
-    (:func:`stickyflow.greedy.streams_state.repair_tag_spread`: a standby moves to a
-    client of a combination that adds a tag value, the least loaded first),
-    then its standby balancing (:func:`stickyflow.greedy.streams_ha.balance_standbys`,
-    between clients of the same tag values, so the spread stays) keep the
-    flow's targets, actives and warm-ups: the hint stays close to the flow's
-    cost and is valid by every rule of the check. (CP-SAT also spreads the
-    converged replicas of a task that moves; repairing those first as well
-    was tried, 2026-11-27, and gave worse starts: the repair then often broke
-    this round's spread, and the greedy's answer was taken instead.)
-    """
-    from stickyflow.greedy.streams_ha import balance_standbys
-    from stickyflow.greedy.streams_state import HAState, repair_tag_spread
-
-    st = HAState(m.snap)
-    for t, c in enumerate(plan.active.tolist()):
-        st.set_active(t, c)
-    for t, c in enumerate(plan.warmup.tolist()):
-        if c >= 0:
-            st.add_warmup(t, c)
-    for t, cs in enumerate(plan.standby.tolist()):
-        for c in cs:
-            if c >= 0:
-                st.add_standby(t, c)
-    moved = repair_tag_spread(st, m.tag_keys)
-    moved += balance_standbys(st, m.client_combo.tolist())  # between clients of the same tag values only
-    standby = np.full_like(plan.standby, -1)
-    for t, cs in enumerate(st.standby):
-        standby[t, :len(cs)] = cs
-    return StreamsPlan(target=plan.target, active=plan.active, warmup=plan.warmup, standby=standby,
-                       method=plan.method, status="feasible", bound=plan.bound, extra=dict(plan.extra)), moved
-
-
-def _converged_spread(m: StreamsModel, plan: StreamsPlan) -> tuple[StreamsPlan, int]:
-    """``plan`` with the converged replicas of each moving task spread as CP-SAT's model asks, and how many
-    tasks changed.
-
-    The check reads this round's assignment only; the model also spreads the
-    converged one (the target and the converged standbys) of a task that
-    moves, so a plan valid by the check can be no solution of the model, and
-    CP-SAT cannot start from it. For each moving task whose converged replicas
-    cover fewer tag values than its target's combination allows: one standby
-    at a time is tried on each other client (the holder first, as a covering
-    standby, where no warm-up waits on the target; then the least loaded)
-    until both spreads hold (this round's as the model counts it, warm-up
-    allowance included); failing that, a warm-up gives way to a covering
-    standby on the holder (its standby catches up on the target in the
-    warm-up's place: with the holder and the target of different values, and
-    two standbys, only that spreads both). ``plan`` itself when nothing changed.
-    """
-    best, best2 = _best_spread(m)
-    cc = m.client_combo
-    vals = m.combos[cc]
-    K = vals.shape[1]
-    tg, act = plan.target, plan.active
-    warm = plan.warmup.copy()
-    moving = movements(m, tg) & m.stateful
-    conv = plan_standbys(m, plan)
-    load = np.bincount(act, minlength=m.C) + np.bincount(plan.standby[plan.standby >= 0], minlength=m.C)
-    load += np.bincount(warm[warm >= 0], minlength=m.C)
-    by_load = np.argsort(load, kind="stable").tolist()
-
-    def distinct(clients: list[int]) -> int:
-        v = vals[clients]
-        return sum(len(set(v[:, k].tolist()) - {-1}) for k in range(K))
-
-    def spread(t: int, cv: list[int], w: int) -> bool:
-        if distinct([int(tg[t])] + cv) < best[cc[tg[t]]]:
-            return False
-        h = int(m.holder[t])
-        reps = [int(act[t])] + cv + ([int(tg[t])] if h in cv else [])
-        need = int(best[cc[act[t]]])
-        if w >= 0:
-            need -= int(best[cc[h]] - best2[cc[h], cc[w]])
-        return distinct(reps) >= need
-
-    def first(t: int, cv: list[int], w: int, candidates: list[int], keep: set[int]) -> list[int] | None:
-        """``cv`` with one standby not in ``keep`` on the first candidate that spreads both, or None."""
-        taken = {int(tg[t]), w} | set(cv)
-        for pos in range(len(cv)):
-            if cv[pos] in keep:
-                continue
-            for c in candidates:
-                if c not in taken and spread(t, cv[:pos] + [c] + cv[pos + 1:], w):
-                    return cv[:pos] + [c] + cv[pos + 1:]
-        return None
-
-    changed = 0
-    new = conv.copy()
-    for t in np.flatnonzero(moving).tolist():
-        cv = [c for c in conv[t].tolist() if c >= 0]
-        w, h = int(warm[t]), int(m.holder[t])
-        if spread(t, cv, w) or h < 0:
-            continue
-        # the covering standby (on the holder) stays: it is what the move waits on
-        trial = first(t, cv, w, ([h] if w < 0 else []) + [c for c in by_load if c != h], {h})
-        if trial is None and w >= 0 and h not in cv and m.want >= 2:
-            # the warm-up gives way to a covering standby on the holder, beside one standby kept or placed anew
-            for keep in cv:
-                base = [h, keep] + [c for c in cv if c != keep][:m.want - 2]
-                if len(base) == len(cv) and spread(t, base, -1):
-                    trial = base
-                    break
-            if trial is None:
-                trial = first(t, [h] + cv[1:], -1, by_load, {h})
-            if trial is not None:
-                warm[t] = -1
-        if trial is None:
-            continue
-        new[t, :len(trial)] = trial
-        changed += 1
-    if not changed:
-        return plan, 0
-    return StreamsPlan(target=tg, active=act, warmup=warm, standby=round_standbys(m, tg, new), method=plan.method,
-                       status="feasible", bound=plan.bound, extra=dict(plan.extra)), changed
-
-
-# --------------------------------------------------------------------------- data
-
-class _Data:
-    """Candidate pairs and their costs."""
-
-    def __init__(self, m: StreamsModel, hint: StreamsPlan | None):
-        T, C = m.T, m.C
-        self.full = T * C <= FULL_PAIRS
-        if self.full:
-            xt, xc = np.meshgrid(np.arange(T), np.arange(C), indexing="ij")
-            xt, xc = xt.reshape(-1), xc.reshape(-1)
-        else:
-            parts_t = [m.cu_t, m.prev_t, m.state_t, m.held_t]
-            parts_c = [m.cu_c, m.prev_c, m.state_c, m.held_c]
-            if hint is not None:
-                parts_t += [np.arange(T)]
-                parts_c += [hint.target]
-            sample_t, sample_c = _samples(m, np.arange(T), 2)
-            parts_t.append(sample_t)
-            parts_c.append(sample_c)
-            key = np.unique(np.concatenate(parts_c) * T + np.concatenate(parts_t))
-            xc, xt = key // T, key % T
-        keys = xc * T + xt
-        self.x_t, self.x_c = xt, xc
-        self.x_move = m.constrained[xt] & ~in_sorted(keys, m.cu_keys)
-        S = np.flatnonzero(m.stateful)
-        if not m.want or not len(S):
-            st = sc = np.zeros(0, dtype=np.int64)
-        elif self.full:
-            st, sc = np.meshgrid(S, np.arange(C), indexing="ij")
-            st, sc = st.reshape(-1), sc.reshape(-1)
-        else:
-            parts_t = [xt[m.stateful[xt]], m.state_t, m.held_t]
-            parts_c = [xc[m.stateful[xt]], m.state_c, m.held_c]
-            if hint is not None:  # its converged standbys and this round's
-                parts_t += [np.repeat(np.arange(T), m.want)] * 2
-                parts_c += [plan_standbys(m, hint).reshape(-1), hint.standby.reshape(-1)]
-            mv = np.flatnonzero(m.constrained & (m.holder >= 0))
-            parts_t.append(mv)  # a holder's standby covers a movement
-            parts_c.append(m.holder[mv])
-            sample_t, sample_c = _samples(m, S, 2 + m.want)
-            parts_t.append(sample_t)
-            parts_c.append(sample_c)
-            tt, cc_ = np.concatenate(parts_t), np.concatenate(parts_c)
-            ok = (cc_ >= 0) & m.stateful[tt]
-            key = np.unique(cc_[ok] * T + tt[ok])
-            sc, st = key // T, key % T
-        self.s_t, self.s_c = st, sc
-        self.s_index = {(int(a), int(b)): j for j, (a, b) in enumerate(zip(st.tolist(), sc.tolist()))}
-        tie = np.full(len(st), 2, dtype=np.int64)
-        if len(st) and len(m.state_t):
-            lookup = {(int(t), int(c)): int(v) for t, c, v in zip(m.state_t, m.state_c, m.state_tie)}
-            tie = np.array([lookup.get((int(t), int(c)), 2) for t, c in zip(st.tolist(), sc.tolist())],
-                           dtype=np.int64)
-        self.s_tie = tie
-
-
-def _samples(m: StreamsModel, tasks: np.ndarray, per_cell: int) -> tuple[np.ndarray, np.ndarray]:
-    """For every task, ``per_cell`` clients of each (rack, tag combination) cell, rotating with the task."""
-    M = len(m.combos)
-    cellkey = m.cell * M + m.client_combo
-    groups = _group_lists(np.unique(cellkey, return_inverse=True)[1], len(np.unique(cellkey)))
-    ts, cs = [], []
-    for members in groups:
-        members = np.asarray(members, dtype=np.int64)
-        n = len(members)
-        for k in range(min(per_cell, n)):
-            ts.append(tasks)
-            cs.append(members[(tasks + k) % n])
-    return np.concatenate(ts), np.concatenate(cs)
-
-
-def _group_lists(keys: np.ndarray, n: int) -> list[list[int]]:
-    out: list[list[int]] = [[] for _ in range(n)]
-    for i, k in enumerate(np.asarray(keys).tolist()):
-        out[k].append(i)
-    return out
-
-
-
-
-
-def _relaxed(m: StreamsModel) -> StreamsModel:
-    """The same model without the move cap, and without tags unless one standby (what the flow can solve)."""
-    import copy
-
-    r = copy.copy(m)
-    r.max_moves = None
-    if m.want <= 1:
-        return r
-    r.tag_keys = ()
-    r.combos = np.zeros((1, 0), dtype=np.int64)
-    r.client_combo = np.zeros(m.C, dtype=np.int64)
-    r.combo_count = np.array([m.C], dtype=np.int64)
-    r.extra = m.extra
-    return r
-
-
-def _cost_max(m: StreamsModel) -> int:
-    """An upper bound on the cost of any converged assignment (actives and standbys)."""
-    act = m.act_cell.max(axis=1) + m.move_cost
-    rep = m.rep_cell.max(axis=1) + m.noc
-    return int((act + m.want * np.where(m.stateful, rep, 0)).sum())
-
-
-def _best_spread(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
-    """The most distinct tag values (summed over keys) a task's active and standbys can cover.
-
-    ``best[a]``: with the active on a client of combination ``a``;
-    ``best2[a, b]``: the same with one more client, of combination ``b``, taken (by a warm-up).
-    """
-    M, K = m.combos.shape
-    want = m.want
-    if _n_multisets(M, want) > 200_000:
-        raise StickyflowError(f"CP-SAT: too many tag combinations ({M}) to price tag spreading exactly")
-    sets = [np.bincount(np.asarray(c, dtype=np.int64), minlength=M)
-            for c in itertools.combinations_with_replacement(range(M), want)]
-    counts = np.array(sets, dtype=np.int64).reshape(len(sets), M)
-    # distinct values of each multiset together with each active combination
-    scores = np.zeros((len(sets), M), dtype=np.int64)
-    for i, cnt in enumerate(sets):
-        members = np.flatnonzero(cnt)
-        for a in range(M):
-            chosen = np.concatenate([[a], members])
-            scores[i, a] = sum(len({int(v) for v in m.combos[chosen, k]} - {-1}) for k in range(K))
-
-    def best_for(avail: np.ndarray, a: int) -> int:
-        ok = (counts <= avail[None, :]).all(axis=1)
-        return int(scores[ok, a].max()) if ok.any() else -1
-
-    best = np.zeros(M, dtype=np.int64)
-    best2 = np.zeros((M, M), dtype=np.int64)
-    for a in range(M):
-        avail = m.combo_count - (np.arange(M) == a)
-        best[a] = best_for(avail, a)
-        for b in range(M):
-            av2 = avail - (np.arange(M) == b)
-            best2[a, b] = best_for(av2, a) if (av2 >= 0).all() else best[a]
-    return best, np.minimum(best2, best[:, None])
-
-
-def _n_multisets(M: int, k: int) -> int:
-    from math import comb
-
-    return comb(M + k - 1, k) if k else 1
-
-
-
-
-def _add_hint(cm, m: StreamsModel, d: _Data, hint: StreamsPlan, x, s, w, z, r) -> None:
-    tgt = hint.target
-    for i in range(len(d.x_t)):
-        cm.add_hint(x[i], bool(tgt[d.x_t[i]] == d.x_c[i]))
-    conv = plan_standbys(m, hint)
-    sb = {(int(t), int(c)) for t in range(m.T) for c in conv[t].tolist() if c >= 0}
-    now = {(int(t), int(c)) for t in range(m.T) for c in hint.standby[t].tolist() if c >= 0}
-    for j in range(len(d.s_t)):
-        cm.add_hint(s[j], (int(d.s_t[j]), int(d.s_c[j])) in sb)
-    for j, v in r.items():
-        cm.add_hint(v, (int(d.s_t[j]), int(d.s_c[j])) in now)
-    for i, v in w.items():
-        cm.add_hint(v, bool(hint.warmup[d.x_t[i]] == d.x_c[i]))
-    for i, (zv, j) in z.items():
-        t = int(d.x_t[i])
-        cm.add_hint(zv, bool(tgt[t] == d.x_c[i]) and (t, int(d.s_c[j])) in now)

@@ -1,6 +1,6 @@
 r"""The optimal consumer-group assignment, stated plainly as a networkx min-cost flow.
 
-An independent reference for :mod:`stickyflow.formulations.consumer_flow`: it
+An independent reference for :mod:`stickyflow.formulations.consumer.flow`: it
 shares no idea with the compressed OR-Tools graph (no groups, pools, cells,
 phases or load windows), so the two agreeing on seeded instances is evidence
 that both are right. One node per partition, one arc per (partition,
