@@ -201,6 +201,33 @@ class Checker:
             return [v for v in items if isinstance(v, str)]
         return items
 
+    def entries(self, raw: list, name: str, allowed: frozenset[str], id_key: str | None = None,
+                where: str | None = None):
+        """The objects of array ``name`` with their paths and ids, each checked for unknown keys (reported under
+        ``where``, by default ``name[*]``) and, with ``id_key``, a unique string id (a non-object is recorded and
+        skipped; the id is None where missing, wrong or not asked for).
+
+        >>> chk = Checker()
+        >>> [(path, ident) for path, _, ident in chk.entries([{"id": "a"}, 3, {"id": "a"}], "members",
+        ...                                                  frozenset({"id"}), "id")]
+        [('members[0]', 'a'), ('members[2]', 'a')]
+        >>> [(p.field, p.rule) for p in chk.problems]
+        [('members[1]', 'must be an object'), ('members[2].id', 'must be unique ("a" appears twice)')]
+        """
+        seen: set[str] = set()
+        for i, entry in enumerate(raw):
+            path = f"{name}[{i}]"
+            if not isinstance(entry, dict):
+                self.fail(path, "must be an object")
+                continue
+            self.extra_keys(entry, allowed, path, where or f"{name}[*]")
+            ident = None if id_key is None else self.string(entry, id_key, path)
+            if ident is not None:
+                if ident in seen:
+                    self.fail(f"{path}.{id_key}", f'must be unique ("{ident}" appears twice)')
+                seen.add(ident)
+            yield path, entry, ident
+
     def unknown_keys(self, obj: dict, allowed: frozenset[str], path: str) -> None:
         for key in obj:
             if key not in allowed:

@@ -120,18 +120,7 @@ def parse_members(doc: Mapping[str, Any], chk: Checker
 def _members_one_by_one(raw: list, chk: Checker) -> tuple[Member, ...]:
     """The member-by-member reader: every problem is recorded with its path (the slow path)."""
     members: list[Member] = []
-    seen: set[str] = set()
-    for i, m in enumerate(raw):
-        path = f"members[{i}]"
-        if not isinstance(m, dict):
-            chk.fail(path, "must be an object")
-            continue
-        chk.extra_keys(m, _MEMBER_KEYS, path, "members[*]")
-        mid = chk.string(m, "id", path)
-        if mid is not None:
-            if mid in seen:
-                chk.fail(f"{path}.id", f'must be unique ("{mid}" appears twice)')
-            seen.add(mid)
+    for path, m, mid in chk.entries(raw, "members", _MEMBER_KEYS, "id"):
         subs = chk.string_list(m, "subscription", path)
         rack = chk.string(m, "rack", path, required=False, allow_null=True)
         gen = chk.integer(m, "generation", path, required=False, default=-1, maximum=INT32_MAX)

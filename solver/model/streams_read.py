@@ -27,12 +27,7 @@ def _parse_partitions(spec: Mapping[str, Any], key: str, path: str, chk: Checker
     if not raw:
         return ()
     out = []
-    for i, p in enumerate(raw):
-        ppath = f"{path}.{key}[{i}]"
-        if not isinstance(p, dict):
-            chk.fail(ppath, "must be an object")
-            continue
-        chk.extra_keys(p, _PARTITION_KEYS, ppath, f"tasks[*].{key}[*]")
+    for ppath, p, _ in chk.entries(raw, f"{path}.{key}", _PARTITION_KEYS, where=f"tasks[*].{key}[*]"):
         topic = chk.string(p, "topic", ppath)
         part = chk.integer(p, "partition", ppath, minimum=0)
         racks_raw = p.get("racks")  # absent or null: unknown
@@ -89,18 +84,7 @@ def parse_clients(doc: Mapping[str, Any], chk: Checker) -> tuple[Client, ...]:
     if raw is None:
         return ()
     clients: list[Client] = []
-    seen: set[str] = set()
-    for i, c in enumerate(raw):
-        path = f"clients[{i}]"
-        if not isinstance(c, dict):
-            chk.fail(path, "must be an object")
-            continue
-        chk.extra_keys(c, _CLIENT_KEYS, path, "clients[*]")
-        pid = chk.string(c, "process_id", path)
-        if pid is not None:
-            if pid in seen:
-                chk.fail(f"{path}.process_id", f'must be unique ("{pid}" appears twice)')
-            seen.add(pid)
+    for path, c, pid in chk.entries(raw, "clients", _CLIENT_KEYS, "process_id"):
         threads = chk.integer(c, "threads", path, required=False, minimum=1, default=1)
         rack = chk.string(c, "rack", path, required=False, allow_null=True)
         tags_raw = chk.obj(c, "tags", path, required=False)
