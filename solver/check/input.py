@@ -297,6 +297,18 @@ def same_type(value: Any, cls: type, field: str) -> None:
         raise InvalidSnapshotError(Problem(field, f"must be a {cls.__name__}, not {type(value).__name__}"))
 
 
+def objects_of(value: Any, cls: type, field: str) -> tuple:
+    """A list-like field of ``cls`` objects as a tuple (:func:`names`), each checked to be one.
+
+    >>> objects_of([1, 2], int, "members")
+    (1, 2)
+    """
+    items = names(value, field)
+    for i, item in enumerate(items):
+        same_type(item, cls, f"{field}[{i}]")
+    return items
+
+
 def read_back(snap: Any, doc: dict, parse: Any, fields: tuple[str, ...]) -> None:
     """Finish checking a snapshot built from Python objects: read its JSON ``doc`` back with the reader's
     ``parse`` (``now_ms`` written only when set, so that a wrong value still reaches the reader) and put the

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..check.input import Checker, built_by_reader, join, names, read_back, reading, same_type
+from ..check.input import Checker, built_by_reader, join, names, objects_of, read_back, reading, same_type
 from ..errors import InvalidSnapshotError, Problem
 from ..load import BALANCES, DEFAULT_LOAD_SLACK, read_rates, total_rate_problem
 from .arrays import in_sorted
@@ -409,9 +409,7 @@ def _check_objects(snap: ConsumerSnapshot) -> None:
         if key != t.name:
             raise InvalidSnapshotError(Problem(join("topics", str(key)) + ".name",
                                                f"must be the key it is filed under ({key!r}), not {t.name!r}"))
-    members = names(snap.members, "members")
-    for i, m in enumerate(members):
-        same_type(m, Member, f"members[{i}]")
+    members = objects_of(snap.members, Member, "members")
     same_type(snap.config, ConsumerConfig, "config")
     object.__setattr__(snap, "topics", topics)
     object.__setattr__(snap, "members", members)

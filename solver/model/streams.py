@@ -45,7 +45,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..check.input import Checker, built_by_reader, names, read_back, reading, same_type
+from ..check.input import Checker, built_by_reader, names, objects_of, read_back, reading, same_type
 from ..errors import InvalidSnapshotError, Problem
 
 __all__ = [
@@ -499,9 +499,7 @@ def _check_objects(snap: StreamsSnapshot) -> None:
         for name in ("input_partitions", "changelog_partitions"):
             for j, p in enumerate(getattr(t, name)):
                 same_type(p, TopicPartitionRef, f"tasks[{i}].{name}[{j}]")
-    clients = names(snap.clients, "clients")
-    for i, c in enumerate(clients):
-        same_type(c, Client, f"clients[{i}]")
+    clients = objects_of(snap.clients, Client, "clients")
     same_type(snap.config, StreamsConfig, "config")
     object.__setattr__(snap, "tasks", tasks)
     object.__setattr__(snap, "clients", clients)
