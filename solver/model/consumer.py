@@ -31,6 +31,7 @@ from ..check.input import Checker, built_by_reader, join, names, objects_of, rea
 from ..errors import InvalidSnapshotError, Problem
 from ..load import BALANCES, DEFAULT_LOAD_SLACK, read_rates, total_rate_problem
 from .arrays import in_sorted
+from .jsonio import SNAPSHOT_FORMAT, snapshot_head
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -42,7 +43,6 @@ __all__ = [
     "consumer_to_json",
 ]
 
-SNAPSHOT_FORMAT = "stickyflow.snapshot/1"
 _DENSE_READS = 1 << 24  # distinct subscriptions x topics up to which "who reads what" is one boolean matrix
 EMPTY: Mapping = MappingProxyType({})
 
@@ -552,11 +552,7 @@ def consumer_to_json(snap: ConsumerSnapshot) -> dict[str, Any]:
         if m.capacity is not None:
             d["capacity"] = m.capacity
         members.append(d)
-    out: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "kind": "consumer"}
-    if snap.id is not None:
-        out["id"] = snap.id
-    if snap.now_ms:
-        out["now_ms"] = snap.now_ms
+    out = snapshot_head("consumer", snap)
     out["protocol"] = snap.protocol
     out["topics"] = topics
     out["members"] = members

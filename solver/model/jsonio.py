@@ -10,7 +10,9 @@ try:  # orjson is a core dependency, but a missing wheel must not break the libr
 except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson = None
 
-__all__ = ["loads", "dumps", "JSONDecodeError"]
+__all__ = ["loads", "dumps", "JSONDecodeError", "SNAPSHOT_FORMAT", "snapshot_head"]
+
+SNAPSHOT_FORMAT = "stickyflow.snapshot/1"
 
 JSONDecodeError = (ValueError,)  # both json.JSONDecodeError and orjson.JSONDecodeError are ValueErrors
 
@@ -30,6 +32,20 @@ def dumps(obj: Any, *, indent: bool = False) -> bytes:
             opt |= _orjson.OPT_INDENT_2
         return _orjson.dumps(obj, option=opt)
     return json.dumps(obj, indent=2 if indent else None, default=_np_default, ensure_ascii=False).encode()
+
+
+def snapshot_head(kind: str, snap: Any) -> dict[str, Any]:
+    """The first fields of a snapshot's JSON: format, kind, and ``id`` and ``now_ms`` where set.
+
+    >>> snapshot_head("consumer", type("S", (), {"id": None, "now_ms": 5})())
+    {'format': 'stickyflow.snapshot/1', 'kind': 'consumer', 'now_ms': 5}
+    """
+    out: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "kind": kind}
+    if snap.id is not None:
+        out["id"] = snap.id
+    if snap.now_ms:
+        out["now_ms"] = snap.now_ms
+    return out
 
 
 def _np_default(obj: Any) -> Any:  # pragma: no cover - stdlib path only

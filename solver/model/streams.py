@@ -47,6 +47,7 @@ import numpy as np
 
 from ..check.input import Checker, built_by_reader, names, objects_of, read_back, reading, same_type
 from ..errors import InvalidSnapshotError, Problem
+from .jsonio import SNAPSHOT_FORMAT, snapshot_head
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -68,7 +69,6 @@ __all__ = [
     "parse_task_id",
 ]
 
-SNAPSHOT_FORMAT = "stickyflow.snapshot/1"
 LATEST_OFFSET = -2  # the wire format's "was running it as active"
 TASK_ID_PATTERN = re.compile(r"^([0-9]+)_([0-9]+)$")
 STRATEGIES = ("none", "min_traffic", "balance_subtopology")
@@ -596,11 +596,7 @@ def streams_to_json(snap: StreamsSnapshot) -> dict[str, Any]:
         if lags:
             d["lags"] = dict(sorted(lags.items(), key=lambda kv: task_key(kv[0])))
         clients.append(d)
-    out: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "kind": "streams"}
-    if snap.id is not None:
-        out["id"] = snap.id
-    if snap.now_ms:
-        out["now_ms"] = snap.now_ms
+    out = snapshot_head("streams", snap)
     out["tasks"] = tasks
     out["clients"] = clients
     out["config"] = snap.config.to_json()
