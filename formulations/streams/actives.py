@@ -201,9 +201,11 @@ class StandbyFloor:
     the target's value, and a movement whose holder keeps no standby also
     avoids the holder's value (this round's replicas spread too), unless its
     standbys of this round are not its converged ones, which a waiting task's
-    need not be: then the converged standbys may take the holder's value on
-    another client of it (:func:`.plan.waiting_cost` prices the
-    difference, at least 0).
+    need not be: then a converged standby may take the holder's value on
+    another client of it, which does not hold it this round (the holder's value
+    is taken), so that client restores the task once it has moved: a standby
+    move if it never held the task, else :func:`.plan.waiting_cost`'s dropped
+    standby. Either way that standby costs its traffic plus ``noc``.
     """
 
     def __init__(self, m: StreamsModel):
@@ -282,6 +284,13 @@ class StandbyFloor:
         n_all, h_all = n_rv.sum(axis=1)[None, :], h_rv.sum(axis=2)
         rows = np.arange(T)
         hv = np.maximum(hval, 0)
+        # a converged standby of a waiting movement on a client of its holder's value other than the holder: not
+        # there this round (the holder's value is taken), so restored once the task has moved, whether it held
+        # the task (waiting_cost's dropped standby) or not (a standby move): its traffic plus noc, ``q`` at least
+        room = n_rv[:, hv].T.copy()
+        room[rows, m.cell[np.maximum(m.holder, 0)]] -= 1
+        q = np.where(room > 0, m.rep_cell, big).min(axis=1, initial=big)
+        q = np.where(q < big, q + m.noc, big)
         for a in range(V):
             Na = N.copy()
             Na[:, :R1] = n_all - n_rv[:, a][None, :] - (h_all - h_rv[:, :, a])
@@ -301,10 +310,9 @@ class StandbyFloor:
                 Nb[ht, R1 + slot] &= np.where(two[ht], val[hcl] != hval[ht], True).astype(np.int64)
             Sb, _, _, _ = _cheapest(P, Nb, m.want)
             Sb = np.where(Nb.sum(axis=1) >= m.want, Sb, big)  # too few clients left: the holder must keep one
-            # or this round's standbys are not the converged ones (a waiting task's need not be): then the
-            # converged ones may take the holder's value, on another client of it (where it has one: the
-            # standbys of this round, on other clients or on the target, cover the holder's value now)
-            other = np.where(m.combo_count[hv] >= 2, S, big)
+            # or this round's standbys are not the converged ones (a waiting task's need not be): then a
+            # converged one may take the holder's value on another client of it, at its traffic plus noc
+            other = np.where(q < big, S + np.maximum(0, q - pw), big)
             f = np.where(two, np.minimum(np.minimum(S + np.maximum(0, ph - pw), Sb), other), S)
             out = np.where(n_rv[:, a][None, :] > 0, np.minimum(out, f[:, None]), out)
         return np.where(out >= big, 0, out)

@@ -57,7 +57,7 @@ from .model import StreamsModel
 from .plan import StreamsPlan, choose_warmups, count_excess, movements, round_standbys, target_cost
 from .pricing import (LAGRANGIAN_STEPS, replica_lagrangian, replica_repair, replica_subgradient, small_instance,
                       subgradient_steps)
-from .standbys import solve_standbys
+from .standbys import solve_standbys, unload_holders
 
 __all__ = ["solve_flow", "complete_plan"]
 
@@ -164,14 +164,16 @@ def complete_plan(m: StreamsModel, target: np.ndarray) -> StreamsPlan:
     active = np.where(moving, m.holder, target)
     standby = np.full((m.T, m.want), -1, dtype=np.int64)
     info: dict = {}
+    unloaded = None
     if m.want:  # the converged standbys (away from the target), then this round's
         converged, info = solve_standbys(m, active, target, moving)
         standby = round_standbys(m, target, converged)
+        unloaded = unload_holders(m, target, converged, moving)  # where a holder keeps too many, once converged
     covered = moving & (standby == target[:, None]).any(axis=1) if m.want else np.zeros(m.T, dtype=bool)
     warm = choose_warmups(m, target, moving & ~covered, active)
     info.update(movements=int(moving.sum()), covered_by_standby=int(covered.sum()), warmups=int((warm >= 0).sum()))
     return StreamsPlan(target=target, active=active, warmup=warm, standby=standby, method="flow",
-                       status="optimal", extra=info)
+                       status="optimal", extra=info, converged=unloaded)
 
 
 # --------------------------------------------------------------------------- building blocks

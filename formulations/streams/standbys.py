@@ -11,7 +11,10 @@ total cost, so replica balance comes first wherever it is reachable. With tags
 values are reached. Small instances get one arc per (task, client); large ones
 rack pools, whose units are then matched to clients so that no client holds two
 roles of a task. **Warm-ups** go to the uncovered movements, cheapest first,
-within the budget.
+within the budget. Where holders keep so many converged standbys of their
+waiting movements that they end above **Balanced** in replicas,
+:func:`unload_holders` gives some of those standbys to other clients of the
+holder's tag combination once converged (this round they cover the move).
 
     variables   ``want`` units per stateful task to clients other than its active one (explicit arcs per
                 (task, client), or rack pools matched to clients afterwards)
@@ -32,7 +35,7 @@ from .balance import balance_boxes, box_hull
 from .model import StreamsModel
 from .plan import movements
 
-__all__ = ["solve_standbys", "free_placement", "free_standbys", "allowed_combos", "EXPLICIT_STANDBY_ARCS",
+__all__ = ["solve_standbys", "unload_holders", "free_placement", "free_standbys", "allowed_combos", "EXPLICIT_STANDBY_ARCS",
            "MAX_EXPLICIT_STANDBY_ARCS"]
 
 EXPLICIT_STANDBY_ARCS = 400_000  # above this many (task, client) pairs the standby flow uses rack pools
@@ -408,3 +411,51 @@ def _match_pool(units: np.ndarray, slots: np.ndarray, active: np.ndarray,
             raise SolverFaultError("standby flow: could not place a pooled standby without a second role "
                                    "(too few clients in a rack pool)")
     return swaps, np.asarray(sl, dtype=np.int64)
+
+
+def unload_holders(m: StreamsModel, target: np.ndarray, converged: np.ndarray, moving: np.ndarray
+                   ) -> np.ndarray | None:
+    """Converged standbys (T x want) balanced in replicas where a holder keeps too many, or None to keep them.
+
+    A waiting movement whose converged standby is on its holder has it on its target this round (it covers
+    the move, :func:`.plan.round_standbys`), so the holder's count once converged grows with every such
+    movement it runs, and nothing else can mend that: with two tag values a movement across them must keep
+    its converged standby on the holder's value, and its holder is its previous owner (issue 37). So one such
+    standby at a time goes from a holder above **Balanced**'s cap to the cheapest client of the same tag
+    combination below it (then the least loaded, then the first): the converged assignment spreads as it did,
+    this round is the same (the standby on the target), and that client restores the task once it has moved
+    (a standby move, or :func:`.plan.waiting_cost`'s dropped standby), at ``noc`` more than the holder.
+    """
+    if not m.want or not len(target):
+        return None
+    th, bf = m.threads, m.bf
+    n = np.bincount(target, minlength=m.C) + np.bincount(converged[converged >= 0], minlength=m.C)
+    excess = balance_excess(n, th, bf)
+    if not excess:
+        return None
+    conv = converged.copy()
+    kept_t, kept_k = np.nonzero(moving[:, None] & (conv == m.holder[:, None]) & (m.holder[:, None] >= 0))
+    for _ in range(excess):
+        i = int(np.argmin(n / th))
+        cap = (th * int(n[i]) + bf * int(th[i])) // int(th[i])
+        over = n[m.holder[kept_t]] > cap[m.holder[kept_t]]
+        moved = False
+        for t, k in zip(kept_t[over].tolist(), kept_k[over].tolist()):
+            h = int(m.holder[t])
+            if conv[t, k] != h:
+                continue
+            ok = (m.client_combo == m.client_combo[h]) & (n < cap)
+            ok[[h, int(target[t])]] = False
+            ok[conv[t][conv[t] >= 0]] = False
+            cand = np.flatnonzero(ok)
+            if not len(cand):
+                continue
+            c = int(cand[np.lexsort((cand, n[cand], m.rep_cell[t, m.cell[cand]]))[0]])
+            conv[t, k] = c
+            n[h] -= 1
+            n[c] += 1
+            moved = True
+            break
+        if not moved:
+            break
+    return conv if balance_excess(n, th, bf) < excess else None
