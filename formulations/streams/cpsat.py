@@ -44,24 +44,30 @@ the budget + :data:`WALL_GUARD_S`, far above what load does); when it fires,
 ``solver.reason`` says so and the search proves nothing.
 ``extra["deterministic"] = False`` switches to the free-running parallel
 portfolio, limited by wall-clock time.
+
+:func:`solve_cpsat` reads in the sections of an OR-Tools model: the flow's hint (:func:`_flow_hint`), the
+data (:class:`.cpsat_data.CpsatData`), the variables, constraints and objective stages (:mod:`.cpsat_model`),
+the start (:func:`.cpsat_start.add_hint`), the solve (:func:`_solve_stages`), the results (:func:`_read`) and
+the bound (:func:`_bound`).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from stickyflow.errors import InfeasibleError, SolverFaultError, StickyflowError, TimeLimitError
-from stickyflow.model.arrays import in_sorted
 from stickyflow.registry import SolveOptions
 
 from ..cpsat_backend import cp_model_module
-from .cpsat_data import FULL_PAIRS, CpsatData, best_spread, group_lists, relaxed
+from .cpsat_data import FULL_PAIRS, CpsatData, relaxed
+from .cpsat_model import CpsatRules, CpsatVars, constraints, objective_stages, variables
 from .cpsat_start import add_hint, hint_solves, valid_hint, valid_start
 from .model import StreamsModel
-from .plan import StreamsPlan, choose_warmups, movements, plan_standbys, target_cost
+from .plan import StreamsPlan, choose_warmups, movements, target_cost
 
 __all__ = ["solve_cpsat", "cp_model_module", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD",
            "WALL_GUARD_S", "DETERMINISTIC_WORKERS"]
@@ -95,50 +101,6 @@ DETERMINISTIC_WORKERS = 1
 START_ONLY_PAIRS = 3_000
 
 
-def _balanced(cm, m: StreamsModel, counts: list, name: str, soft: bool = False, at_hint=None):
-    """Post **Balanced** on ``counts`` (one linear expression per client): a rule, or with ``soft`` the distance
-    from it as :func:`stickyflow.check.streams.balance_excess` measures it (the tasks above ``w_c m +
-    balance_factor``, summed over clients; ``m`` the least count per thread), returned as a variable.
-
-    ``mn_w`` is at most the least count of the clients of ``w`` threads, so that ``m <= mn_w / w`` for every
-    ``w``; a client's tasks within ``floor(w_c mn_w' / w' + balance_factor)`` for every ``w'`` are within it for
-    the least of them, which is the spec's cap (the floor is the integer count's). The overflow ``o_c`` is
-    what a client holds above that cap; as a rule, every ``o_c`` is 0. (The largest pairwise gap, which this
-    model measured before 2026-11-28, ranks unbalanced counts differently: 6 against 9 where the spec's
-    distance is 4 and 4, so the optimizer paid for a "better" balance the spec does not see.)
-
-    ``at_hint``: the count per client of the plan CP-SAT starts from; its ``mn_w`` and overflows are hinted
-    too (unhinted, a search from a balanced start took more than its share of the time limit to find them 0:
-    120 tasks on 12 clients, 1.25 deterministic seconds).
-    """
-    th = m.threads.tolist()
-    kinds = sorted(set(th))
-    hi_n = m.T * (1 + m.want) + 1
-    mn = {w: cm.new_int_var(0, hi_n, f"{name}_mn{w}") for w in kinds}
-    over = []
-    for c, e in enumerate(counts):
-        cm.add(mn[th[c]] <= e)
-        o = cm.new_int_var(0, hi_n, f"{name}_o{c}") if soft else 0
-        over.append(o)
-        for w2 in kinds:  # w2 (n_c - o_c) <= w_c mn_w2 + bf w2
-            cm.add(w2 * (e - o) <= th[c] * mn[w2] + m.bf * w2)
-    if at_hint is not None:
-        n = np.asarray(at_hint, dtype=np.int64)
-        for w in kinds:
-            cm.add_hint(mn[w], int(n[m.threads == w].min()))
-    if not soft:
-        return 0
-    excess = cm.new_int_var(0, hi_n * m.C, f"{name}_excess")
-    cm.add(excess == sum(over))
-    if at_hint is not None:
-        i = int(np.argmin(n / m.threads))
-        o_hint = np.maximum(n - (m.threads * n[i] + m.bf * m.threads[i]) // m.threads[i], 0)
-        for o, v in zip(over, o_hint.tolist()):
-            cm.add_hint(o, v)
-        cm.add_hint(excess, int(o_hint.sum()))
-    return excess
-
-
 def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None,
                 hint: StreamsPlan | None = None, auto: bool = False, waiting_spread: bool = True,
                 retry: bool = True) -> StreamsPlan:
@@ -158,12 +120,46 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT
     extra: dict[str, Any] = {}
     if not m.T or not m.C:
-        empty = np.full(m.T, -1, dtype=np.int64)
-        return StreamsPlan(target=empty, active=empty, warmup=empty.copy(),
-                           standby=np.full((m.T, m.want), -1, dtype=np.int64), method="cpsat", status="optimal",
-                           bound=0, extra={"movements": 0})
+        return _empty(m)
+    hint, valid = _flow_hint(m, options, hint, extra)
+    extra["t_hint"] = round(time.perf_counter() - started, 4)
+    if auto:
+        kept = _start_only(m, hint, valid, limit, extra)
+        if kept is not None:
+            return kept
+    cp_model = cp_model_module()
+    d = CpsatData(m, hint)
+    cm = cp_model.CpModel()
+    vs = variables(cm, m, d)
+    rules = constraints(cm, m, d, vs, hint, waiting_spread)
+    stages = objective_stages(cm, m, d, vs, rules)
+    if hint is not None:
+        add_hint(cm, m, d, hint, vs.x, vs.s, vs.w, vs.z, vs.r)
+    run = _solve_stages(cp_model, cm, m, d, vs, rules, stages, options, hint=hint, started=started, limit=limit,
+                        extra=extra)
+    if run.status == cp_model.INFEASIBLE and retry and waiting_spread and m.tag_keys and m.want:
+        return solve_cpsat(m, options, started=started, hint=hint, auto=auto, waiting_spread=False, retry=False)
+    if run.status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return _no_solution(cp_model, cm, m, run, hint, valid, limit, extra)
+    status = cp_model.OPTIMAL if run.proven else cp_model.FEASIBLE
+    plan = _read(cp_model, m, d, vs, run, status, extra)
+    _bound(cp_model, m, d, plan, status, run.cost_bound)
+    return plan
 
-    # ---- the flow: a hint (tags and the move cap relaxed)
+
+def _empty(m: StreamsModel) -> StreamsPlan:
+    """The plan of a model without tasks or without clients."""
+    empty = np.full(m.T, -1, dtype=np.int64)
+    return StreamsPlan(target=empty, active=empty, warmup=empty.copy(),
+                       standby=np.full((m.T, m.want), -1, dtype=np.int64), method="cpsat", status="optimal",
+                       bound=0, extra={"movements": 0})
+
+
+# ---- the flow: a hint (tags and the move cap relaxed)
+def _flow_hint(m: StreamsModel, options: SolveOptions, hint: StreamsPlan | None,
+               extra: dict[str, Any]) -> tuple[StreamsPlan | None, StreamsPlan | None]:
+    """The plan CP-SAT starts from (``hint``, else the flow's; with tags a valid one) and, with tags, that plan
+    once checked valid (else None: see :func:`_hint_if_valid`); notes go to ``extra``."""
     if hint is None:
         try:
             from .flow import solve_flow
@@ -179,230 +175,51 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             # so start from a valid one, the better of the flow's plan with its standbys repaired and the greedy's
             hint, extra["hint"] = valid_start(m, hint, options)
             valid = hint if extra["hint"] != "flow" else None  # valid_start checked what it returns
+    return hint, valid
 
-    def hint_if_valid() -> StreamsPlan | None:  # with tags checked above (no hint: None, as valid_hint says)
-        return valid if m.tag_keys else valid_hint(m, hint)
 
-    extra["t_hint"] = round(time.perf_counter() - started, 4)
-    if auto and m.tag_keys and m.want >= 2 and m.max_moves is None \
+def _hint_if_valid(m: StreamsModel, hint: StreamsPlan | None, valid: StreamsPlan | None) -> StreamsPlan | None:
+    """The start when it keeps every rule (with tags checked by :func:`_flow_hint`; no hint: None, as
+    :func:`.cpsat_start.valid_hint` says)."""
+    return valid if m.tag_keys else valid_hint(m, hint)
+
+
+def _start_only(m: StreamsModel, hint: StreamsPlan | None, valid: StreamsPlan | None, limit: float,
+                extra: dict[str, Any]) -> StreamsPlan | None:
+    """With CP-SAT not asked for by name: the valid start as the answer above :data:`START_ONLY_PAIRS` (tags
+    with two or more standbys), else None (CP-SAT runs)."""
+    if m.tag_keys and m.want >= 2 and m.max_moves is None \
             and m.T * m.C > START_ONLY_PAIRS * max(1.0, limit / DEFAULT_TIME_LIMIT):
-        kept = hint_if_valid()
+        kept = _hint_if_valid(m, hint, valid)
         if kept is not None:
             note = (f"CP-SAT not run: at {m.T * m.C:,} (task, client) pairs it does not improve on a valid start "
                     f"within {limit:g} s; the start ({extra.get('hint', 'flow')}) is the answer (a longer "
                     f"time_limit, or method='cpsat', runs CP-SAT)")
             kept.extra = {**kept.extra, **extra, "note": note}
             return kept
+    return None
 
-    cp_model = cp_model_module()
-    d = CpsatData(m, hint)
 
-    # ---- variables
-    cm = cp_model.CpModel()
-    nx = len(d.x_t)
-    x = [cm.new_bool_var(f"x{i}") for i in range(nx)]
-    ns = len(d.s_t)
-    s = [cm.new_bool_var(f"s{i}") for i in range(ns)]
-    mv_pairs = np.flatnonzero(d.x_move)
-    w = {int(i): cm.new_bool_var(f"w{i}") for i in mv_pairs}
-    by_task_x = group_lists(d.x_t, m.T)
-    mv_expr = {}
-    for t in np.flatnonzero(m.constrained).tolist():
-        terms = [x[i] for i in by_task_x[t] if d.x_move[i]]
-        if terms:
-            mv_expr[t] = sum(terms)
-    # this round's standbys of a task that may move (r, over its standby pairs): the converged ones (s) unless
-    # it moves; while it waits they are free, spread around its holder, and one on the target covers it
-    r = {}
-    if m.want:
-        for j in range(ns):
-            if int(d.s_t[j]) in mv_expr:
-                r[j] = cm.new_bool_var(f"r{j}")
-    z = {}  # a movement to x_c[i] covered: a standby of this round (r) on x_c[i] catches up there
-    for i in mv_pairs.tolist():
-        j = d.s_index.get((int(d.x_t[i]), int(d.x_c[i])))
-        if j is not None and j in r:
-            z[i] = (cm.new_bool_var(f"z{i}"), j)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Run:
+    """What the stages found: the last stage's status (or the first failing one's), whether every stage was
+    proven optimal, CP-SAT's bound on the cost stage, and the values kept from the last solution (of
+    ``vars_all``, and of the excess variables)."""
 
-    # ---- constraints
-    for t in range(m.T):
-        cm.add_exactly_one(x[i] for i in by_task_x[t])
-    act: dict[tuple[int, int], Any] = {}
-    for i in range(nx):
-        if not d.x_move[i]:
-            act[(int(d.x_t[i]), int(d.x_c[i]))] = x[i]
-    for t, e in mv_expr.items():
-        key = (t, int(m.holder[t]))
-        act[key] = act[key] + e if key in act else e
-    if m.want:
-        by_task_s = group_lists(d.s_t, m.T)
-        for t in np.flatnonzero(m.stateful).tolist():
-            cm.add(sum(s[j] for j in by_task_s[t]) == m.want)
-            if t in mv_expr:
-                cm.add(sum(r[j] for j in by_task_s[t]) == m.want)
-    # one role per (task, client) once converged (x, s) and this round (what runs, r, warm-ups): a movement
-    # runs on its holder; its standbys this round are the converged ones unless it moves; a standby on its
-    # target catches up there (z), and a warm-up goes only where none does
-    x_index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(d.x_t.tolist(), d.x_c.tolist()))}
-    for j in range(ns):
-        t_, c_ = int(d.s_t[j]), int(d.s_c[j])
-        i = x_index.get((t_, c_))
-        if i is not None:
-            cm.add(x[i] + s[j] <= 1)
-        if j in r:
-            cm.add(r[j] - s[j] <= mv_expr[t_])
-            cm.add(s[j] - r[j] <= mv_expr[t_])
-            if (t_, c_) in act:
-                cm.add(r[j] + act[(t_, c_)] <= 1)
-    for i, v in w.items():
-        cm.add_implication(v, x[i])
-    for i, (zv, j) in z.items():
-        cm.add_implication(zv, x[i])
-        cm.add_implication(zv, r[j])
-        cm.add(zv >= x[i] + r[j] - 1)
-        if i in w:
-            cm.add(r[j] + w[i] <= 1)
-    if w:
-        cm.add(sum(w.values()) <= m.budget)
+    status: Any
+    proven: bool
+    cost_bound: int | None
+    vars_all: list
+    kept_values: list[bool]
+    kept_excess: list[int]
 
-    # balance: active tasks (a rule), stateful actives, replicas, subtopologies (rules where they can hold)
-    by_client_x = group_lists(d.x_c, m.C)
-    loads = [sum(x[i] for i in by_client_x[c]) for c in range(m.C)]
-    started_at = hint if hint is not None and (hint.target >= 0).all() else None
 
-    def at_hint(tasks: np.ndarray | None = None, replicas: bool = False) -> np.ndarray | None:
-        """A count per client of the plan CP-SAT starts from (targets, of ``tasks``; with converged standbys)."""
-        if started_at is None:
-            return None
-        tg = started_at.target if tasks is None else started_at.target[tasks]
-        n = np.bincount(tg, minlength=m.C)
-        if replicas:
-            sb = plan_standbys(m, started_at)
-            n = n + np.bincount(sb[sb >= 0], minlength=m.C)
-        return n
-
-    _balanced(cm, m, loads, "act", at_hint=at_hint())
-    excess = []
-    if m.stateful.any() and (~m.stateful).any():
-        excess.append(_balanced(cm, m, [sum(x[i] for i in by_client_x[c] if m.stateful[d.x_t[i]])
-                                        for c in range(m.C)], "stf", soft=True, at_hint=at_hint(m.stateful)))
-    if m.want:
-        by_client_s = group_lists(d.s_c, m.C)
-        excess.append(_balanced(cm, m, [loads[c] + sum(s[j] for j in by_client_s[c]) for c in range(m.C)], "rep",
-                                soft=True, at_hint=at_hint(replicas=True)))
-    if m.sub_balance:
-        cg = d.x_c * m.G + m.sub[d.x_t]
-        groups = group_lists(cg, m.C * m.G)
-        for g in range(m.G):
-            excess.append(_balanced(cm, m, [sum(x[i] for i in groups[c * m.G + g]) for c in range(m.C)], f"sub{g}",
-                                    soft=True, at_hint=at_hint(m.sub == g)))
-
-    # tag spreading
-    n_tag_vars = 0
-    if m.tag_keys and m.want:
-        best, best2 = best_spread(m)
-        vals = m.combos[m.client_combo]
-        K = m.combos.shape[1]
-        holders: dict[int, list[tuple[int, Any]]] = {}
-        for (t, c), e in act.items():
-            if m.stateful[t]:
-                holders.setdefault(t, []).append((c, e))
-        by_task_s = group_lists(d.s_t, m.T)
-        by_task_w: dict[int, list] = {}
-        for i, v in w.items():
-            t, c = int(d.x_t[i]), int(d.x_c[i])
-            a = int(m.client_combo[m.holder[t]])
-            loss = int(best[a] - best2[a, m.client_combo[c]])
-            if loss:
-                by_task_w.setdefault(t, []).append(loss * v)
-
-        def spread(t: int, reps: list, need, tag: str) -> None:
-            """Task t's replicas ``reps`` ((client, indicator) pairs) cover at least ``need`` tag values."""
-            nonlocal n_tag_vars
-            ys = []
-            for k in range(K):
-                per_value: dict[int, list] = {}
-                for c, e in reps:
-                    v = int(vals[c, k])
-                    if v >= 0:
-                        per_value.setdefault(v, []).append(e)
-                for v, terms in per_value.items():
-                    y = cm.new_bool_var(f"y{tag}{t}_{k}_{v}")
-                    cm.add(y <= sum(terms))
-                    ys.append(y)
-                    n_tag_vars += 1
-            cm.add(sum(ys) >= need)
-
-        by_task_x = group_lists(d.x_t, m.T)
-        for t in np.flatnonzero(m.stateful).tolist():
-            sb = [(int(d.s_c[j]), s[j]) for j in by_task_s[t]]
-            # this round's replicas: what runs and this round's standbys (a covering one on the target included)
-            now = [(int(d.s_c[j]), r[j]) for j in by_task_s[t]] if t in mv_expr else sb
-            need = sum(int(best[m.client_combo[c]]) * e for c, e in holders.get(t, []))
-            spread(t, holders.get(t, []) + now, need - sum(by_task_w.get(t, [])), "")
-            if t in mv_expr:  # a task that may move: the converged assignment spreads its replicas too
-                tx = [(int(d.x_c[i]), x[i]) for i in by_task_x[t]]
-                need = sum(int(best[m.client_combo[c]]) * e for c, e in tx)
-                if not waiting_spread:  # only once it moves (warm-up or covering standby): see the docstring
-                    going = [w[i] for i in by_task_x[t] if i in w] + [z[i][0] for i in by_task_x[t] if i in z]
-                    need -= int(best.max(initial=0)) * (mv_expr[t] - sum(going) if going else mv_expr[t])
-                spread(t, tx + sb, need, "c")
-    # active tasks that leave their previous client: capped by max_moves, and a tie-break below
-    kept_prev = [act[(int(t), int(c))] for c, t in zip(m.prev_c.tolist(), m.prev_t.tolist()) if (int(t), int(c)) in act]
-    n_left = int(m.had.sum()) - sum(kept_prev) if kept_prev else int(m.had.sum())
-    if m.max_moves is not None:
-        cm.add(n_left <= m.max_moves)
-
-    # ---- objective (lexicographic by weights)
-    xcost = m.active_cost(d.x_t, d.x_c)
-    cost_terms = [int(c_) * x[i] for i, c_ in enumerate(xcost.tolist()) if c_]
-    scost = m.standby_cost(d.s_t, d.s_c) if ns else np.zeros(0, dtype=np.int64)
-    cost_terms += [int(c_) * s[j] for j, c_ in enumerate(scost.tolist()) if c_]
-    if len(mv_pairs):  # a movement's way to its target: restorations and the moves of waiting (movement_cost)
-        way = m.movement_cost(d.x_t[mv_pairs], d.x_c[mv_pairs])  # one pass, not one per pair
-        cost_terms += [int(cc) * x[int(i)] for i, cc in zip(mv_pairs.tolist(), way.tolist()) if cc]
-    # a waiting task's standbys of this round beyond its converged ones (restored for this round only; on its
-    # target, the movement's own restoration, in its way), the converged ones that are not kept this round
-    # (a client keeps no state of a task it no longer holds: restored when the task has moved; the holder runs
-    # it meanwhile), and the state a movement loses on a target that held the task and gets neither a warm-up
-    # nor a standby this round (restored again when its turn comes)
-    held_s = in_sorted(d.s_c * m.T + d.s_t, m.held_keys) if ns else np.zeros(0, dtype=bool)
-    for j, rv in r.items():
-        t_, c_ = int(d.s_t[j]), int(d.s_c[j])
-        if not m.noc[t_] or (held_s[j] and c_ == m.holder[t_]):
-            continue
-        u = cm.new_bool_var(f"u{j}")
-        if held_s[j]:  # held: restored only if the converged standby is not kept this round
-            cm.add(u >= s[j] - rv)
-        else:  # not held: restored once, this round or once converged (standby_cost counts the latter)
-            i = x_index.get((t_, c_))
-            cm.add(u >= rv - s[j] - (x[i] if i is not None else 0))
-        cost_terms.append(int(m.noc[t_]) * u)
-    held_x = in_sorted(d.x_c[mv_pairs] * m.T + d.x_t[mv_pairs], m.held_keys)
-    for i, kept in zip(mv_pairs.tolist(), held_x.tolist()):
-        if kept and m.noc[d.x_t[i]]:
-            cost_terms.append(int(m.noc[d.x_t[i]]) * (x[i] - w[i] - (z[i][0] if i in z else 0)))
-    wrep = m.replica_cost(d.x_t[mv_pairs], d.x_c[mv_pairs]) if len(mv_pairs) else np.zeros(0, dtype=np.int64)
-    low_terms = [int(p_) * w[int(i)] for i, p_ in zip(mv_pairs.tolist(), wrep.tolist()) if p_]
-    low_terms += [int(d.s_tie[j]) * s[j] for j in range(ns) if d.s_tie[j]]
-    low_terms += [int(d.s_tie[j]) * rv for j, rv in r.items() if d.s_tie[j]]
-    n_moving = sum(mv_expr.values()) if mv_expr else 0
-    covered = [zv for zv, _ in z.values()] + list(w.values())
-    uncovered = n_moving - sum(covered) if covered else n_moving
-    total_excess = sum(excess) if excess else 0
-    cost_expr = sum(cost_terms) if cost_terms else 0
-    low_max = 2 * (ns + len(r)) + m.budget * (int(m.rep_cell.max(initial=0)) + 1) + 1
-    last = low_max * uncovered + (sum(low_terms) if low_terms else 0)
-    # movements (rounds of waiting) first, then active tasks that leave their client: among equal costs nothing
-    # moves for nothing (a stateless task under min_traffic costs 0 to move)
-    stages = [("excess", total_excess), ("cost", cost_expr), ("movements", (m.T + 1) * n_moving + n_left),
-              ("ties", last)]
-
-    if hint is not None:
-        add_hint(cm, m, d, hint, x, s, w, z, r)
-
-    # ---- solve: one stage per objective, each fixing its optimum for the next (a lexicographic
-    # optimum without weights, which keep CP-SAT's bounds weak); the time limit spans all stages
+# ---- solve: one stage per objective, each fixing its optimum for the next (a lexicographic
+# optimum without weights, which keep CP-SAT's bounds weak); the time limit spans all stages
+def _solve_stages(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: CpsatRules, stages: list,
+                  options: SolveOptions, *, hint: StreamsPlan | None, started: float, limit: float,
+                  extra: dict[str, Any]) -> _Run:
+    """Minimize ``stages`` one after the other within ``limit`` (counted from ``started``); notes to ``extra``."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.random_seed = int(options.seed)
@@ -427,9 +244,9 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     det_used = 0.0
     kept_values: list[bool] = []
     kept_excess: list[int] = []
-    vars_all = x + s + list(w.values()) + [zv for zv, _ in z.values()] + list(r.values())
+    vars_all = vs.all()
     if all(isinstance(expr, int) for _, expr in stages):
-        stages = [("feasibility", sum(x[:1]))]  # nothing to optimize: one solve finds the assignment
+        stages = [("feasibility", sum(vs.x[:1]))]  # nothing to optimize: one solve finds the assignment
     for name, expr in stages:
         if isinstance(expr, int):
             stage_status.append((name, "constant"))
@@ -472,7 +289,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
             proven = False
         # keep this stage's value for the next ones, and start them from this solution
         kept_values = [bool(solver.boolean_value(v)) for v in vars_all]
-        kept_excess = [int(solver.value(e)) for e in excess]
+        kept_excess = [int(solver.value(e)) for e in rules.excess]
         cm.add(expr <= val)
         cm.clear_hints()
         for v, b in zip(vars_all, kept_values):
@@ -483,27 +300,38 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
                            f"differently")
     extra.update(t_cpsat=round(time.perf_counter() - t1, 4), cpsat_deterministic_s=round(det_used, 3),
                  cpsat_status=stage_status,
-                 pairs=nx, standby_pairs=ns, tag_vars=n_tag_vars, full=d.full)
+                 pairs=len(vs.x), standby_pairs=len(vs.s), tag_vars=rules.n_tag_vars, full=d.full)
+    return _Run(status=status, proven=proven, cost_bound=cost_bound, vars_all=vars_all, kept_values=kept_values,
+                kept_excess=kept_excess)
+
+
+def _no_solution(cp_model, cm, m: StreamsModel, run: _Run, hint: StreamsPlan | None, valid: StreamsPlan | None,
+                 limit: float, extra: dict[str, Any]) -> StreamsPlan:
+    """No solution from the stages (``run.status`` neither OPTIMAL nor FEASIBLE): an error, or the valid start
+    when the time ran out."""
+    status = run.status
     if status == cp_model.INFEASIBLE:
-        if retry and waiting_spread and m.tag_keys and m.want:
-            return solve_cpsat(m, options, started=started, hint=hint, auto=auto, waiting_spread=False, retry=False)
         raise InfeasibleError("CP-SAT proved the model infeasible (e.g. max_moves below what balance needs)")
     if status == cp_model.MODEL_INVALID:
         raise SolverFaultError(f"CP-SAT: invalid model ({cm.validate()})")
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        kept = hint_if_valid()
-        if kept is not None:
-            note = f"CP-SAT found no solution in time; its start ({extra.get('hint', 'flow')}) is kept"
-            kept.extra = {**kept.extra, **extra, "note": note}
-            return kept
-        raise TimeLimitError(f"CP-SAT found no solution within the time limit of {limit:g} s")
-    status = cp_model.OPTIMAL if proven else cp_model.FEASIBLE
-    value_of = dict(zip((id(v) for v in vars_all), kept_values))
+    kept = _hint_if_valid(m, hint, valid)
+    if kept is not None:
+        note = f"CP-SAT found no solution in time; its start ({extra.get('hint', 'flow')}) is kept"
+        kept.extra = {**kept.extra, **extra, "note": note}
+        return kept
+    raise TimeLimitError(f"CP-SAT found no solution within the time limit of {limit:g} s")
+
+
+# ---- read results
+def _read(cp_model, m: StreamsModel, d: CpsatData, vs: CpsatVars, run: _Run, status, extra: dict[str, Any]) \
+        -> StreamsPlan:
+    """The plan of the kept solution, with warm-ups added for movements it left bare."""
+    x, s, w, r = vs.x, vs.s, vs.w, vs.r
+    value_of = dict(zip((id(v) for v in run.vars_all), run.kept_values))
 
     def on(v) -> bool:
         return value_of[id(v)]
 
-    # ---- read results
     xv = np.array([on(v) for v in x], dtype=bool)
     target = np.full(m.T, -1, dtype=np.int64)
     target[d.x_t[xv]] = d.x_c[xv]
@@ -536,19 +364,21 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
         room = m.budget - int((warm >= 0).sum())
         add = np.flatnonzero(extra_warm >= 0)[:room]
         warm[add] = extra_warm[add]
-    ex = kept_excess
+    ex = run.kept_excess
     extra.update(movements=int(moving.sum()), covered_by_standby=int(covered_mask.sum()),
                  warmups=int((warm >= 0).sum()), balance_excess=int(sum(ex)))
     plan = StreamsPlan(target=target, active=active, warmup=warm, standby=standby, method="cpsat",
                        status="optimal" if (status == cp_model.OPTIMAL and d.full) else "feasible", extra=extra,
                        converged=converged)
-    # ---- the bound: CP-SAT's own on the cost stage (when excess and movements are proven), or the flow's
+    return plan
+
+
+def _bound(cp_model, m: StreamsModel, d: CpsatData, plan: StreamsPlan, status, cost_bound: int | None) -> None:
+    """Set ``plan.bound``: CP-SAT's own on the cost stage (when excess and movements are proven), or, proven
+    optimal, the plan's own cost."""
     bounds = []
     if d.full and cost_bound is not None:
         bounds.append(cost_bound)
     plan.bound = max(bounds) if bounds else None
     if status == cp_model.OPTIMAL and d.full:
         plan.bound = target_cost(m, plan)  # proven: nothing cheaper at this balance
-    return plan
-
-
