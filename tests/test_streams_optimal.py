@@ -801,9 +801,12 @@ def test_converged_cost_and_rounds_against_greedy(seed):
         if tags and om["cost"] > gm["cost"]:
             print(f"\n[known gap, tags] {doc['id']}: optimal settles at {om['cost']}, the greedy at {gm['cost']}")
         elif not any(om[k] and not gm[k] for k in counts) and om["soft_excess"] >= gm["soft_excess"]:
-            assert om["cost"] <= gm["cost"], (doc["id"], om, gm)
-            if om["cost"] == gm["cost"]:  # as cheap: the optimizer's fewest movements need no more rounds
-                assert ro <= rg, (doc["id"], doc["config"], ro, rg)
+            # cost, then rounds; in learner mode rounds, then cost (the fewest movements first: a cheaper end
+            # the greedy reaches in more learner rounds is not the optimizer's, e.g. seed 2024's scale_in)
+            ours, theirs = (om["cost"], ro), (gm["cost"], rg)
+            if doc["config"]["rebalancing_mode"] == "learner":
+                ours, theirs = ours[::-1], theirs[::-1]
+            assert ours <= theirs, (doc["id"], doc["config"], om, gm, ro, rg)
         rows.append((om["cost"], gm["cost"], ro, rg, om["balanced"], gm["balanced"]))
     print(f"\n[converged vs greedy] (cost o, cost g, rounds o, rounds g, balanced o, balanced g): {rows}")
 
