@@ -28,6 +28,9 @@ def group(rng: np.random.Generator, N: int, M: int, *, profiles: int = 1, joined
     reads[np.arange(T) % profiles, np.arange(T)] = True  # every topic has readers
     total = M + joined
     member_class = np.arange(total) % profiles
+    # fewer members than profiles: a topic of an absent profile goes to one that stays (STICKYFLOW_SEED=99999)
+    kept = np.unique(member_class[left:M])
+    reads[kept[0], ~reads[kept].any(axis=0)] = True
     capacity = np.ones(total) if caps is None else rng.choice(caps, total).astype(float)
     before = LoadProblem.of(rates=rates, topic=topic, reads=reads, member_class=member_class[:M],
                             capacity=capacity[:M], owner=np.full(N, -1), slack=slack, capacity_given=caps is not None)
