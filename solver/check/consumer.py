@@ -142,22 +142,21 @@ def inspect_consumer(snap: ConsumerSnapshot, assignment: ConsumerAssignment, *,
         if by_load:
             owners.append(new_owner)
             far_all.append(np.zeros(P, dtype=bool) if far is None else far)
-    n = len(snap.members)
-    metrics: dict[str, Any] = {
-        "moves": moves,
-        "imbalance": int(loads.max() - loads.min()) if n else 0,
-        "cross_rack": cross if rack_aware else None,
-        "sum_squared_loads": int(np.dot(loads, loads)),
-        "max_load": int(loads.max()) if n else 0,
-        "min_load": int(loads.min()) if n else 0,
-        "partitions": int(sum(snap.topics[t].partitions for t in snap.topics if subs[t])),
-        "members": n,
-    }
+    metrics = _count_metrics(loads, moves, cross if rack_aware else None,
+                             sum(snap.topics[t].partitions for t in snap.topics if subs[t]))
     # (without known loads the metrics are null and read none of these; with no topic, the empty ``prev.all``)
     new_all = np.concatenate(owners) if owners else prev.all
     far_all = (np.concatenate(far_all) if far_all else np.zeros(0, dtype=bool)) if rack_aware else None
     metrics.update(load_metrics(snap, new_all, prev.all, far_all))
     return violations, metrics
+
+
+def _count_metrics(loads: np.ndarray, moves: int, cross: int | None, partitions: Any) -> dict[str, Any]:
+    """The count metrics of an answer, from its per-member loads (both readings of an answer end here)."""
+    n = len(loads)
+    return {"moves": moves, "imbalance": int(loads.max() - loads.min()) if n else 0, "cross_rack": cross,
+            "sum_squared_loads": int(np.dot(loads, loads)), "max_load": int(loads.max()) if n else 0,
+            "min_load": int(loads.min()) if n else 0, "partitions": int(partitions), "members": n}
 
 
 def _distinct(a: np.ndarray) -> np.ndarray:
@@ -239,16 +238,7 @@ def _inspect_arrays(snap: ConsumerSnapshot, assignment: ArrayAssignment, *,
     # the dict path reports these per member, in member order, then topic order
     violations[:0] = [Violation("UNSUBSCRIBED_TOPIC", f"{ids[i]!r} is assigned {t} but does not subscribe to it")
                       for i, _, t in sorted(unsubscribed)]
-    metrics: dict[str, Any] = {
-        "moves": moves,
-        "imbalance": int(loads.max() - loads.min()) if n else 0,
-        "cross_rack": cross if rack_aware else None,
-        "sum_squared_loads": int(np.dot(loads, loads)),
-        "max_load": int(loads.max()) if n else 0,
-        "min_load": int(loads.min()) if n else 0,
-        "partitions": int(sizes[has_readers].sum()),
-        "members": n,
-    }
+    metrics = _count_metrics(loads, moves, cross if rack_aware else None, sizes[has_readers].sum())
     metrics.update(load_metrics(snap, new_all, old_all, far_all))
     return violations, metrics
 
