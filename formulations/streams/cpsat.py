@@ -67,7 +67,7 @@ from .cpsat_data import FULL_PAIRS, CpsatData, relaxed
 from .cpsat_model import CpsatRules, CpsatVars, constraints, objective_stages, variables
 from .cpsat_start import add_hint, hint_solves, valid_hint, valid_start
 from .model import StreamsModel
-from .plan import StreamsPlan, choose_warmups, movements, target_cost
+from .plan import StreamsPlan, choose_warmups, count_excess, movements, target_cost
 
 __all__ = ["solve_cpsat", "cp_model_module", "FULL_PAIRS", "DEFAULT_TIME_LIMIT", "START_ONLY_PAIRS", "WALL_GUARD",
            "WALL_GUARD_S", "DETERMINISTIC_WORKERS"]
@@ -135,6 +135,7 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     stages = objective_stages(cm, m, d, vs, rules)
     if hint is not None:
         add_hint(cm, m, d, hint, vs.x, vs.s, vs.w, vs.z, vs.r)
+    _floor(cp_model, cm, m, d, vs, rules, stages, hint, options, extra)
     run = _solve_stages(cp_model, cm, m, d, vs, rules, stages, options, hint=hint, started=started, limit=limit,
                         extra=extra)
     if run.status == cp_model.INFEASIBLE and retry and waiting_spread and m.tag_keys and m.want:
@@ -200,6 +201,57 @@ def _start_only(m: StreamsModel, hint: StreamsPlan | None, valid: StreamsPlan | 
     return None
 
 
+# ---- the floor: the least excess over Balanced, from counts (issue 37)
+def _floor(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: CpsatRules, stages: list,
+           hint: StreamsPlan | None, options: SolveOptions, extra: dict[str, Any]) -> None:
+    """Bound the excess stage by the counts model's least excess (:mod:`.cpsat_floor`), so that it stops,
+    proven, where it reaches it; and where the hint is farther from Balanced, start from a solution with the
+    floor's counts instead (the same counts round after round: the target holds across rounds)."""
+    if not rules.excess:
+        return
+    from .cpsat_floor import counts_start, excess_floor
+
+    t0 = time.perf_counter()
+    floor = excess_floor(m, seed=int(options.seed))
+    if floor is None:
+        return
+    cm.add(sum(rules.excess) >= floor.value)
+    extra.update(excess_floor=floor.value, excess_floor_proven=floor.proven)
+    settled = False
+    if hint is not None and _hint_excess(m, hint) <= floor.value:
+        # the hint is at the floor: where it solves the model, the least excess is known
+        trial = cm.clone()
+        trial.add(sum(rules.excess) <= floor.value)
+        if hint_solves(cp_model, trial, int(options.seed)):
+            cm.add(sum(rules.excess) <= floor.value)
+            settled = True
+    if not settled:
+        values = counts_start(cp_model, cm, m, d, vs, rules, floor, dict(stages).get("cost", 0),
+                              seed=int(options.seed))
+        if values is not None:
+            cm.clear_hints()
+            for i, v in enumerate(values):
+                cm.add_hint(cm.get_int_var_from_proto_index(i), int(v))
+            extra["hint"] = "floor counts"
+            if floor.proven:  # a solution at a proven floor: the least excess is known
+                cm.add(sum(rules.excess) <= floor.value)
+                settled = True
+    extra["excess_settled"] = settled
+    extra["t_floor"] = round(time.perf_counter() - t0, 4)
+
+
+def _hint_excess(m: StreamsModel, hint: StreamsPlan) -> int:
+    """The hint's summed excess as the excess stage counts it (stateful actives where some tasks are
+    stateless, replicas with standbys, subtopologies under ``balance_subtopology``)."""
+    ex = count_excess(m, hint)
+    keys = ["replicas"] if m.want else []
+    if m.stateful.any() and (~m.stateful).any():
+        keys.append("stateful")
+    if m.sub_balance:
+        keys.append("subtopology")
+    return sum(ex[k] for k in keys)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Run:
     """What the stages found: the last stage's status (or the first failing one's), whether every stage was
@@ -250,6 +302,9 @@ def _solve_stages(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, ru
     for name, expr in stages:
         if isinstance(expr, int):
             stage_status.append((name, "constant"))
+            continue
+        if name == "excess" and extra.get("excess_settled"):
+            stage_status.append((name, "OPTIMAL (floor)"))
             continue
         if deterministic:  # count deterministic time only, so that every run stops at the same point
             remaining = max(0.0, limit - det_used)

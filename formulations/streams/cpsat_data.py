@@ -17,7 +17,7 @@ from stickyflow.model.arrays import in_sorted
 from .model import StreamsModel
 from .plan import StreamsPlan, plan_standbys
 
-__all__ = ["CpsatData", "relaxed", "best_spread", "group_lists", "FULL_PAIRS"]
+__all__ = ["CpsatData", "relaxed", "best_spread", "spread_table", "group_lists", "FULL_PAIRS"]
 
 FULL_PAIRS = 60_000  # above this many (task, client) pairs the model keeps candidate pairs only
 
@@ -133,20 +133,8 @@ def best_spread(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
     ``best[a]``: with the active on a client of combination ``a``;
     ``best2[a, b]``: the same with one more client, of combination ``b``, taken (by a warm-up).
     """
-    M, K = m.combos.shape
-    want = m.want
-    if _n_multisets(M, want) > 200_000:
-        raise StickyflowError(f"CP-SAT: too many tag combinations ({M}) to price tag spreading exactly")
-    sets = [np.bincount(np.asarray(c, dtype=np.int64), minlength=M)
-            for c in itertools.combinations_with_replacement(range(M), want)]
-    counts = np.array(sets, dtype=np.int64).reshape(len(sets), M)
-    # distinct values of each multiset together with each active combination
-    scores = np.zeros((len(sets), M), dtype=np.int64)
-    for i, cnt in enumerate(sets):
-        members = np.flatnonzero(cnt)
-        for a in range(M):
-            chosen = np.concatenate([[a], members])
-            scores[i, a] = sum(len({int(v) for v in m.combos[chosen, k]} - {-1}) for k in range(K))
+    counts, scores = spread_table(m)
+    M = len(m.combos)
 
     def best_for(avail: np.ndarray, a: int) -> int:
         ok = (counts <= avail[None, :]).all(axis=1)
@@ -161,6 +149,26 @@ def best_spread(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
             av2 = avail - (np.arange(M) == b)
             best2[a, b] = best_for(av2, a) if (av2 >= 0).all() else best[a]
     return best, np.minimum(best2, best[:, None])
+
+
+def spread_table(m: StreamsModel) -> tuple[np.ndarray, np.ndarray]:
+    """Every multiset of ``want`` tag combinations a task's standbys can take (``counts[i, b]``: how many on
+    combination ``b``), and ``scores[i, a]``: the distinct tag values (summed over keys) they cover with the
+    active on combination ``a``."""
+    M, K = m.combos.shape
+    want = m.want
+    if _n_multisets(M, want) > 200_000:
+        raise StickyflowError(f"CP-SAT: too many tag combinations ({M}) to price tag spreading exactly")
+    sets = [np.bincount(np.asarray(c, dtype=np.int64), minlength=M)
+            for c in itertools.combinations_with_replacement(range(M), want)]
+    counts = np.array(sets, dtype=np.int64).reshape(len(sets), M)
+    scores = np.zeros((len(sets), M), dtype=np.int64)
+    for i, cnt in enumerate(sets):
+        members = np.flatnonzero(cnt)
+        for a in range(M):
+            chosen = np.concatenate([[a], members])
+            scores[i, a] = sum(len({int(v) for v in m.combos[chosen, k]} - {-1}) for k in range(K))
+    return counts, scores
 
 
 def _n_multisets(M: int, k: int) -> int:

@@ -19,7 +19,7 @@ from .cpsat_data import CpsatData, best_spread, group_lists
 from .model import StreamsModel
 from .plan import StreamsPlan, plan_standbys
 
-__all__ = ["CpsatVars", "CpsatRules", "variables", "constraints", "objective_stages"]
+__all__ = ["CpsatVars", "CpsatRules", "variables", "constraints", "objective_stages", "post_balanced"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,7 +56,7 @@ class CpsatRules:
     n_tag_vars: int
 
 
-def _balanced(cm, m: StreamsModel, counts: list, name: str, soft: bool = False, at_hint=None):
+def post_balanced(cm, m: StreamsModel, counts: list, name: str, soft: bool = False, at_hint=None):
     """Post **Balanced** on ``counts`` (one linear expression per client): a rule, or with ``soft`` the distance
     from it as :func:`stickyflow.check.streams.balance_excess` measures it (the tasks above ``w_c m +
     balance_factor``, summed over clients; ``m`` the least count per thread), returned as a variable.
@@ -207,20 +207,20 @@ def _balance(cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, hint: StreamsPlan
             n = n + np.bincount(sb[sb >= 0], minlength=m.C)
         return n
 
-    _balanced(cm, m, loads, "act", at_hint=at_hint())
+    post_balanced(cm, m, loads, "act", at_hint=at_hint())
     excess = []
     if m.stateful.any() and (~m.stateful).any():
-        excess.append(_balanced(cm, m, [sum(x[i] for i in by_client_x[c] if m.stateful[d.x_t[i]])
+        excess.append(post_balanced(cm, m, [sum(x[i] for i in by_client_x[c] if m.stateful[d.x_t[i]])
                                         for c in range(m.C)], "stf", soft=True, at_hint=at_hint(m.stateful)))
     if m.want:
         by_client_s = group_lists(d.s_c, m.C)
-        excess.append(_balanced(cm, m, [loads[c] + sum(s[j] for j in by_client_s[c]) for c in range(m.C)], "rep",
+        excess.append(post_balanced(cm, m, [loads[c] + sum(s[j] for j in by_client_s[c]) for c in range(m.C)], "rep",
                                 soft=True, at_hint=at_hint(replicas=True)))
     if m.sub_balance:
         cg = d.x_c * m.G + m.sub[d.x_t]
         groups = group_lists(cg, m.C * m.G)
         for g in range(m.G):
-            excess.append(_balanced(cm, m, [sum(x[i] for i in groups[c * m.G + g]) for c in range(m.C)], f"sub{g}",
+            excess.append(post_balanced(cm, m, [sum(x[i] for i in groups[c * m.G + g]) for c in range(m.C)], f"sub{g}",
                                     soft=True, at_hint=at_hint(m.sub == g)))
     return excess
 
