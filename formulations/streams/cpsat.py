@@ -297,14 +297,14 @@ def _solve_stages(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, ru
     kept_values: list[bool] = []
     kept_excess: list[int] = []
     vars_all = vs.all()
+    if extra.get("excess_settled"):  # the floor's start reached the proven floor: nothing left to search
+        stages = [(name, expr) for name, expr in stages if name != "excess"]
+        stage_status.append(("excess", "OPTIMAL (floor)"))
     if all(isinstance(expr, int) for _, expr in stages):
         stages = [("feasibility", sum(vs.x[:1]))]  # nothing to optimize: one solve finds the assignment
     for name, expr in stages:
         if isinstance(expr, int):
             stage_status.append((name, "constant"))
-            continue
-        if name == "excess" and extra.get("excess_settled"):
-            stage_status.append((name, "OPTIMAL (floor)"))
             continue
         if deterministic:  # count deterministic time only, so that every run stops at the same point
             remaining = max(0.0, limit - det_used)
