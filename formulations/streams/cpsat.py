@@ -34,7 +34,10 @@ eligible} x[t, c]`` on the task's holder.
     movements neither covered by a standby nor warmed up; warm-up traffic and standbys without
     local state.
 
-Hinted with the flow's plan. Fixed ``random_seed``, ``num_workers`` as given.
+Hinted with the flow's plan. The excess stage is bounded below by the least excess of a model over counts
+alone (:mod:`.cpsat_floor`); where the hint is farther from **Balanced** than that floor, CP-SAT starts from a
+solution with the floor's counts instead, and where a start reaches a proven floor the stage is settled
+without a search (``extra["excess_settled"]``). Fixed ``random_seed``, ``num_workers`` as given.
 By default the search is interleaved over a fixed number of workers
 (:data:`DETERMINISTIC_WORKERS` unless ``num_workers`` is given) and the time
 limit counted in deterministic time, so that the same snapshot gives the same
@@ -99,6 +102,9 @@ DETERMINISTIC_WORKERS = 1
 #: 33 s; at 400 x 40 its presolve used up the first stage's time (nothing found, 5 s); at 1,000 x 100 it
 #: returned the start after 16 to 21 s, and at 10,000 x 1,000 found nothing after 14 s.
 START_ONLY_PAIRS = 3_000
+#: the shares of the time limit the excess floor (:mod:`.cpsat_floor`) may take at most: each of the counts
+#: model's two stages, and the start with the floor's counts (within FLOOR_TIME and START_TIME)
+FLOOR_SHARE = (0.1, 0.25)
 
 
 def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | None = None,
@@ -135,9 +141,9 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     stages = objective_stages(cm, m, d, vs, rules)
     if hint is not None:
         add_hint(cm, m, d, hint, vs.x, vs.s, vs.w, vs.z, vs.r)
-    _floor(cp_model, cm, m, d, vs, rules, stages, hint, options, extra)
+    det_floor = _floor(cp_model, cm, m, d, vs, rules, stages, hint, options, limit, extra)
     run = _solve_stages(cp_model, cm, m, d, vs, rules, stages, options, hint=hint, started=started, limit=limit,
-                        extra=extra)
+                        extra=extra, det_before=det_floor)
     if run.status == cp_model.INFEASIBLE and retry and waiting_spread and m.tag_keys and m.want:
         return solve_cpsat(m, options, started=started, hint=hint, auto=auto, waiting_spread=False, retry=False)
     if run.status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -203,31 +209,34 @@ def _start_only(m: StreamsModel, hint: StreamsPlan | None, valid: StreamsPlan | 
 
 # ---- the floor: the least excess over Balanced, from counts (issue 37)
 def _floor(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: CpsatRules, stages: list,
-           hint: StreamsPlan | None, options: SolveOptions, extra: dict[str, Any]) -> None:
+           hint: StreamsPlan | None, options: SolveOptions, limit: float, extra: dict[str, Any]) -> float:
     """Bound the excess stage by the counts model's least excess (:mod:`.cpsat_floor`), so that it stops,
     proven, where it reaches it; and where the hint is farther from Balanced, start from a solution with the
-    floor's counts instead (the same counts round after round: the target holds across rounds)."""
+    floor's counts instead (the same counts round after round: the target holds across rounds). Returns the
+    deterministic seconds it took, which count against ``limit`` (its shares: :data:`FLOOR_SHARE`)."""
     if not rules.excess:
-        return
-    from .cpsat_floor import counts_start, excess_floor
+        return 0.0
+    from .cpsat_floor import FLOOR_TIME, START_TIME, counts_start, excess_floor
 
     t0 = time.perf_counter()
-    floor = excess_floor(m, seed=int(options.seed))
+    floor = excess_floor(m, seed=int(options.seed), time=min(FLOOR_TIME, FLOOR_SHARE[0] * limit))
     if floor is None:
-        return
+        return 0.0
+    det = floor.det_s
     cm.add(sum(rules.excess) >= floor.value)
     extra.update(excess_floor=floor.value, excess_floor_proven=floor.proven)
     settled = False
     if hint is not None and _hint_excess(m, hint) <= floor.value:
-        # the hint is at the floor: where it solves the model, the least excess is known
+        # the hint is at the floor: where it solves the model, the least excess is known; else it stays the start
         trial = cm.clone()
         trial.add(sum(rules.excess) <= floor.value)
-        if hint_solves(cp_model, trial, int(options.seed)):
+        if hint_solves(cp_model, trial, int(options.seed)):  # (at most 0.25 deterministic seconds, not counted)
             cm.add(sum(rules.excess) <= floor.value)
             settled = True
-    if not settled:
-        values = counts_start(cp_model, cm, m, d, vs, rules, floor, dict(stages).get("cost", 0),
-                              seed=int(options.seed))
+    else:
+        values, used = counts_start(cp_model, cm, m, d, vs, rules, floor, dict(stages).get("cost", 0),
+                                    seed=int(options.seed), time=min(START_TIME, FLOOR_SHARE[1] * limit))
+        det += used
         if values is not None:
             cm.clear_hints()
             for i, v in enumerate(values):
@@ -238,6 +247,7 @@ def _floor(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: Cp
                 settled = True
     extra["excess_settled"] = settled
     extra["t_floor"] = round(time.perf_counter() - t0, 4)
+    return det
 
 
 def _hint_excess(m: StreamsModel, hint: StreamsPlan) -> int:
@@ -270,8 +280,9 @@ class _Run:
 # optimum without weights, which keep CP-SAT's bounds weak); the time limit spans all stages
 def _solve_stages(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: CpsatRules, stages: list,
                   options: SolveOptions, *, hint: StreamsPlan | None, started: float, limit: float,
-                  extra: dict[str, Any]) -> _Run:
-    """Minimize ``stages`` one after the other within ``limit`` (counted from ``started``); notes to ``extra``."""
+                  extra: dict[str, Any], det_before: float = 0.0) -> _Run:
+    """Minimize ``stages`` one after the other within ``limit`` (counted from ``started``, of which
+    ``det_before`` deterministic seconds are spent already); notes to ``extra``."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.random_seed = int(options.seed)
@@ -293,7 +304,7 @@ def _solve_stages(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, ru
     proven = True
     cost_bound = None
     stage_status = []
-    det_used = 0.0
+    det_used = det_before
     kept_values: list[bool] = []
     kept_excess: list[int] = []
     vars_all = vs.all()

@@ -47,9 +47,11 @@ from .model import StreamsModel
 
 __all__ = ["ExcessFloor", "excess_floor", "counts_start", "FLOOR_TIME", "START_TIME", "MAX_SPREAD_SETS"]
 
-#: deterministic seconds for each of the counts model's two stages (the least excess, then the nearest counts)
+#: deterministic seconds, at most, for each of the counts model's two stages (the least excess, then the nearest
+#: counts; the issue's application: both together in 0.13 s of wall time)
 FLOOR_TIME = 0.5
-#: deterministic seconds for the full model with its counts fixed to the floor's (a start for the stages)
+#: deterministic seconds, at most, for the full model with its counts fixed to the floor's (a start for the
+#: stages)
 START_TIME = 1.0
 #: with tags, at most this many (combination, standby multiset) variables; beyond, the tag rule is left out of
 #: the counts model (still a lower bound, a weaker one)
@@ -61,13 +63,15 @@ class ExcessFloor:
     """``value``: no assignment of the model is nearer to **Balanced** (summed excess); ``proven``: the counts
     model reached it (``active`` and ``standby`` are counts that do, else the nearest found); ``active[c, g, k]``:
     tasks of group ``g``, kind ``k`` (0 stateless, 1 stateful) with their target on client ``c``;
-    ``standby[c]``: converged standbys on ``c``; ``found``: the excess of those counts."""
+    ``standby[c]``: converged standbys on ``c``; ``found``: the excess of those counts; ``det_s``: the
+    deterministic seconds the counts model took."""
 
     value: int
     proven: bool
     found: int
     active: np.ndarray
     standby: np.ndarray
+    det_s: float = 0.0
 
 
 def _groups(m: StreamsModel) -> tuple[np.ndarray, int]:
@@ -77,9 +81,10 @@ def _groups(m: StreamsModel) -> tuple[np.ndarray, int]:
     return np.zeros(m.T, dtype=np.int64), 1
 
 
-def excess_floor(m: StreamsModel, *, seed: int = 0) -> ExcessFloor | None:
+def excess_floor(m: StreamsModel, *, seed: int = 0, time: float = FLOOR_TIME) -> ExcessFloor | None:
     """The least summed excess over **Balanced** any assignment of ``m`` can have, and counts nearest to what
-    the clients hold now that reach it; None where no count is soft (nothing to bound)."""
+    the clients hold now that reach it, each stage within ``time`` deterministic seconds; None where no count
+    is soft (nothing to bound)."""
     soft_stateful = bool(m.stateful.any() and (~m.stateful).any())
     if not (soft_stateful or m.want or m.sub_balance) or not m.T or not m.C:
         return None
@@ -126,10 +131,11 @@ def excess_floor(m: StreamsModel, *, seed: int = 0) -> ExcessFloor | None:
     p = solver.parameters
     p.random_seed = int(seed)
     p.num_workers = 1
-    p.max_deterministic_time = FLOOR_TIME
+    p.max_deterministic_time = max(time, 1e-3)
     p.max_time_in_seconds = 60.0  # a safety net only: the deterministic limit decides
     cm.minimize(total)
     st = solver.solve(cm)
+    det = float(solver.response_proto.deterministic_time)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     proven = st == cp_model.OPTIMAL
@@ -152,6 +158,7 @@ def excess_floor(m: StreamsModel, *, seed: int = 0) -> ExcessFloor | None:
         cm.add_hint(v, val)
     cm.minimize(sum(dist))
     st2 = solver.solve(cm)
+    det += float(solver.response_proto.deterministic_time)
     if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         values = {key: int(solver.value(v)) for key, v in a.items()}
         bvals = [int(solver.value(v)) for v in b]
@@ -159,7 +166,7 @@ def excess_floor(m: StreamsModel, *, seed: int = 0) -> ExcessFloor | None:
     for (c, g, k), v in values.items():
         active[c, g, k] = v
     standby = np.array(bvals if b else [0] * C, dtype=np.int64)
-    return ExcessFloor(value=value, proven=proven, found=found, active=active, standby=standby)
+    return ExcessFloor(value=value, proven=proven, found=found, active=active, standby=standby, det_s=det)
 
 
 def _abs(cm, expr, hi: int):
@@ -222,9 +229,10 @@ def _tag_counts(cm, m: StreamsModel, stf: list, b: list) -> None:
 
 
 def counts_start(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: CpsatRules, floor: ExcessFloor,
-                 cost_expr, *, seed: int) -> list[int] | None:
+                 cost_expr, *, seed: int, time: float = START_TIME) -> tuple[list[int] | None, float]:
     """A solution of ``cm`` (every variable's value, by index) whose counts are the floor's, the cheapest found
-    within :data:`START_TIME`; None where none is found (candidate pairs only, or this round's tag rule)."""
+    within ``time`` deterministic seconds, or None where none is found (candidate pairs only, or this round's
+    tag rule); and the deterministic seconds taken."""
     grp, G = _groups(m)
     clone = cm.clone()
     kind = m.stateful.astype(np.int64)
@@ -237,7 +245,7 @@ def counts_start(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rul
                 want = int(floor.active[c, g, k])
                 terms = cells.get((c, g, k), [])
                 if want > len(terms):
-                    return None
+                    return None, 0.0
                 if terms:
                     clone.add(sum(terms) == want)
     if m.want and len(vs.s):
@@ -246,7 +254,7 @@ def counts_start(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rul
             if by_client[c]:
                 clone.add(sum(vs.s[j] for j in by_client[c]) == int(floor.standby[c]))
             elif floor.standby[c]:
-                return None
+                return None, 0.0
     clone.add(sum(rules.excess) <= floor.found)  # the excess variables at the counts' own (they only bound it)
     if not isinstance(cost_expr, int):
         clone.minimize(cost_expr)
@@ -254,9 +262,10 @@ def counts_start(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rul
     p = solver.parameters
     p.random_seed = int(seed)
     p.num_workers = 1
-    p.max_deterministic_time = START_TIME
+    p.max_deterministic_time = max(time, 1e-3)
     p.max_time_in_seconds = 60.0  # a safety net only
     st = solver.solve(clone)
+    det = float(solver.response_proto.deterministic_time)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return list(solver.response_proto.solution)
+        return None, det
+    return list(solver.response_proto.solution), det
