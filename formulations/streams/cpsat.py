@@ -227,13 +227,15 @@ def _floor(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: Cp
     extra.update(excess_floor=floor.value, excess_floor_proven=floor.proven)
     settled = False
     if hint is not None and _hint_excess(m, hint) <= floor.value:
-        # the hint is at the floor: where it solves the model, the least excess is known; else it stays the start
+        # the hint is at the floor by the counts: where it solves the model too, the least excess is known (a
+        # flow plan may not: it relaxes this round's tag rule; kept as the start, the stage then found 15, not
+        # 14, on the application, and the play took a round more)
         trial = cm.clone()
         trial.add(sum(rules.excess) <= floor.value)
         if hint_solves(cp_model, trial, int(options.seed)):  # (at most 0.25 deterministic seconds, not counted)
             cm.add(sum(rules.excess) <= floor.value)
             settled = True
-    else:
+    if not settled:
         values, used = counts_start(cp_model, cm, m, d, vs, rules, floor, dict(stages).get("cost", 0),
                                     seed=int(options.seed), time=min(START_TIME, FLOOR_SHARE[1] * limit))
         det += used

@@ -28,8 +28,13 @@ the counts that reach it, the nearest to what each client holds now, give a star
 ...                 for p, w in (("a", 1), ("b", 4))],
 ...     "config": {"num_standby_replicas": 1}})
 >>> floor = excess_floor(build_model(snap))
+
+Two clients and one standby: every task has a replica on each, 3 replicas a client, and the least count per
+thread is 3 / 4, so the one-thread client may hold 1 by **Balanced**: no assignment is nearer than 2 over.
+The counts that reach it put one active on ``a``, two on ``b``:
+
 >>> floor.value, floor.proven, floor.active[:, 0, 1].tolist(), floor.standby.tolist()
-(0, True, [1, 2], [2, 1])
+(2, True, [1, 2], [2, 1])
 """
 
 from __future__ import annotations
