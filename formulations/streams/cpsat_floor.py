@@ -188,13 +188,9 @@ def _holdings(m: StreamsModel, grp: np.ndarray, G: int) -> tuple[np.ndarray, np.
     held_a = np.zeros((m.C, G, 2), dtype=np.int64)
     t = np.flatnonzero(m.owner >= 0)
     np.add.at(held_a, (m.owner[t], grp[t], m.stateful[t].astype(np.int64)), 1)
-    prev = set(m.prev_keys.tolist())
-    keys = [k for k in m.held_keys.tolist() if k not in prev]
-    held_b = np.zeros(m.C, dtype=np.int64)
-    for k in keys:
-        c, t_ = divmod(int(k), m.T)
-        if m.stateful[t_]:
-            held_b[c] += 1
+    keys = np.setdiff1d(m.held_keys, m.prev_keys)  # held in some role, not as active: standbys
+    keys = keys[m.stateful[keys % m.T]]
+    held_b = np.bincount(keys // m.T, minlength=m.C).astype(np.int64)
     return held_a, held_b
 
 
