@@ -35,9 +35,9 @@ eligible} x[t, c]`` on the task's holder.
     local state.
 
 Hinted with the flow's plan. The excess stage is bounded below by the least excess of a model over counts
-alone (:mod:`.cpsat_floor`); where the hint is farther from **Balanced** than that floor, CP-SAT starts from a
-solution with the floor's counts instead, and where a start reaches a proven floor the stage is settled
-without a search (``extra["excess_settled"]``). Fixed ``random_seed``, ``num_workers`` as given.
+alone (:mod:`.cpsat_floor`): it stops, proven, where it reaches that floor; where the hint solves the model at
+the floor the stage is settled without a search, and where the search ends above a proven floor the stage is
+settled at it by a solution with the floor's counts (``extra["excess_settled"]``). Fixed ``random_seed``, ``num_workers`` as given.
 By default the search is interleaved over a fixed number of workers
 (:data:`DETERMINISTIC_WORKERS` unless ``num_workers`` is given) and the time
 limit counted in deterministic time, so that the same snapshot gives the same
@@ -141,9 +141,17 @@ def solve_cpsat(model: StreamsModel, options: SolveOptions, *, started: float | 
     stages = objective_stages(cm, m, d, vs, rules)
     if hint is not None:
         add_hint(cm, m, d, hint, vs.x, vs.s, vs.w, vs.z, vs.r)
-    det_floor = _floor(cp_model, cm, m, d, vs, rules, stages, hint, options, limit, extra)
+    floor, det_floor = _floor(cp_model, cm, m, rules, hint, options, limit, extra)
+    rescue = None
+    if floor is not None and floor.proven and not extra.get("excess_settled"):
+        from .cpsat_floor import START_TIME, counts_start
+
+        def rescue():  # a solution with the floor's counts, for an excess stage that ends above the floor
+            return counts_start(cp_model, cm, m, d, vs, rules, floor, dict(stages).get("cost", 0),
+                                seed=int(options.seed), time=min(START_TIME, FLOOR_SHARE[1] * limit))
     run = _solve_stages(cp_model, cm, m, d, vs, rules, stages, options, hint=hint, started=started, limit=limit,
-                        extra=extra, det_before=det_floor)
+                        extra=extra, det_before=det_floor, rescue=rescue,
+                        floor_value=None if floor is None else floor.value)
     if run.status == cp_model.INFEASIBLE and retry and waiting_spread and m.tag_keys and m.want:
         return solve_cpsat(m, options, started=started, hint=hint, auto=auto, waiting_spread=False, retry=False)
     if run.status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -208,48 +216,33 @@ def _start_only(m: StreamsModel, hint: StreamsPlan | None, valid: StreamsPlan | 
 
 
 # ---- the floor: the least excess over Balanced, from counts (issue 37)
-def _floor(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: CpsatRules, stages: list,
-           hint: StreamsPlan | None, options: SolveOptions, limit: float, extra: dict[str, Any]) -> float:
-    """Bound the excess stage by the counts model's least excess (:mod:`.cpsat_floor`), so that it stops,
-    proven, where it reaches it; and where the hint is farther from Balanced, start from a solution with the
-    floor's counts instead (the same counts round after round: the target holds across rounds). Returns the
-    deterministic seconds it took, which count against ``limit`` (its shares: :data:`FLOOR_SHARE`)."""
+def _floor(cp_model, cm, m: StreamsModel, rules: CpsatRules, hint: StreamsPlan | None, options: SolveOptions,
+           limit: float, extra: dict[str, Any]):
+    """Bound the excess stage below by the counts model's least excess (:mod:`.cpsat_floor`), so that it stops,
+    proven, where it reaches it; where the hint is at the floor and solves the model, the stage is settled
+    without a search. Returns the floor (None where no count is soft) and the deterministic seconds it took,
+    which count against ``limit`` (at most :data:`FLOOR_SHARE` of it). An excess stage that ends above a
+    proven floor is rescued by :func:`_solve_stages` with a start at the floor's counts."""
     if not rules.excess:
-        return 0.0
-    from .cpsat_floor import FLOOR_TIME, START_TIME, counts_start, excess_floor
+        return None, 0.0
+    from .cpsat_floor import FLOOR_TIME, excess_floor
 
     t0 = time.perf_counter()
     floor = excess_floor(m, seed=int(options.seed), time=min(FLOOR_TIME, FLOOR_SHARE[0] * limit))
     if floor is None:
-        return 0.0
-    det = floor.det_s
+        return None, 0.0
     cm.add(sum(rules.excess) >= floor.value)
-    extra.update(excess_floor=floor.value, excess_floor_proven=floor.proven)
-    settled = False
+    extra.update(excess_floor=floor.value, excess_floor_proven=floor.proven, excess_settled=False)
     if hint is not None and _hint_excess(m, hint) <= floor.value:
-        # the hint is at the floor by the counts: where it solves the model too, the least excess is known (a
-        # flow plan may not: it relaxes this round's tag rule; kept as the start, the stage then found 15, not
-        # 14, on the issue's application, and the play took a round more)
+        # the hint is at the floor by the counts; where it solves the model too, the least excess is known (a
+        # flow plan may not: it relaxes this round's tag rule)
         trial = cm.clone()
         trial.add(sum(rules.excess) <= floor.value)
         if hint_solves(cp_model, trial, int(options.seed)):  # (at most 0.25 deterministic seconds, not counted)
             cm.add(sum(rules.excess) <= floor.value)
-            settled = True
-    if not settled:
-        values, used = counts_start(cp_model, cm, m, d, vs, rules, floor, dict(stages).get("cost", 0),
-                                    seed=int(options.seed), time=min(START_TIME, FLOOR_SHARE[1] * limit))
-        det += used
-        if values is not None:
-            cm.clear_hints()
-            for i, v in enumerate(values):
-                cm.add_hint(cm.get_int_var_from_proto_index(i), int(v))
-            extra["hint"] = "floor counts"
-            if floor.proven:  # a solution at a proven floor: the least excess is known
-                cm.add(sum(rules.excess) <= floor.value)
-                settled = True
-    extra["excess_settled"] = settled
+            extra["excess_settled"] = True
     extra["t_floor"] = round(time.perf_counter() - t0, 4)
-    return det
+    return floor, floor.det_s
 
 
 def _hint_excess(m: StreamsModel, hint: StreamsPlan) -> int:
@@ -282,9 +275,12 @@ class _Run:
 # optimum without weights, which keep CP-SAT's bounds weak); the time limit spans all stages
 def _solve_stages(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rules: CpsatRules, stages: list,
                   options: SolveOptions, *, hint: StreamsPlan | None, started: float, limit: float,
-                  extra: dict[str, Any], det_before: float = 0.0) -> _Run:
+                  extra: dict[str, Any], det_before: float = 0.0, rescue=None, floor_value: int | None = None) \
+        -> _Run:
     """Minimize ``stages`` one after the other within ``limit`` (counted from ``started``, of which
-    ``det_before`` deterministic seconds are spent already); notes to ``extra``."""
+    ``det_before`` deterministic seconds are spent already); notes to ``extra``. ``rescue``: where the excess
+    stage ends above ``floor_value`` (a proven floor) or without a solution, a start at the floor (every
+    variable's value, or None) and the deterministic seconds it took; with one, the stage is settled there."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.random_seed = int(options.seed)
@@ -345,6 +341,23 @@ def _solve_stages(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, ru
         if deterministic and st != cp_model.OPTIMAL and time.perf_counter() - started >= guard_s - 1e-3:
             guarded = True  # the safety net, not the deterministic limit, ended this stage
             proven = False
+        if name == "excess" and rescue is not None and (
+                st not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or int(round(solver.objective_value)) > floor_value):
+            # the search ended above the proven floor: a solution at the floor's counts settles the stage (on the
+            # issue's application the stage found 18, 14, 14, 18, 15 and 18 in six rounds; the floor is 14)
+            values, used = rescue()
+            det_used += used
+            if values is not None:
+                stage_status[-1] = (name, "OPTIMAL (floor)")
+                status = cp_model.OPTIMAL
+                kept_values = [bool(values[v.index]) for v in vars_all]
+                kept_excess = [int(values[e.index]) for e in rules.excess]
+                cm.add(expr <= floor_value)
+                cm.clear_hints()
+                for i, v in enumerate(values):
+                    cm.add_hint(cm.get_int_var_from_proto_index(i), int(v))
+                extra.update(hint="floor counts", excess_settled=True)
+                continue
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             if status is None:
                 status = st
