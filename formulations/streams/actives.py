@@ -101,6 +101,19 @@ def best_target(m: StreamsModel, max_flows: int = 40) -> tuple["ActiveSolution",
     tick = 1
     best = None  # ((act excess > 0, other excess, value, movements), sol)
     loose: list[int] = []
+
+    def branch(base: dict, k: str) -> int:
+        """Push a node for each box of count ``k`` on top of ``base`` that has a target; how many."""
+        nonlocal tick
+        pushed = 0
+        for box in options[k]:
+            child = run({**base, k: box})
+            if child is not None:
+                heapq.heappush(heap, ((child.value, child.movements), tick, {**base, k: box}, child))
+                tick += 1
+                pushed += 1
+        return pushed
+
     while heap:
         value, _, choice, sol = heapq.heappop(heap)
         if best is not None and best[0][1] == 0 and value >= best[0][2:]:
@@ -121,22 +134,9 @@ def best_target(m: StreamsModel, max_flows: int = 40) -> tuple["ActiveSolution",
             tick += 1
             break
         k = open_k[0]
-        children = 0
-        for box in options[k]:
-            child = run({**choice, k: box})
-            if child is not None:
-                heapq.heappush(heap, ((child.value, child.movements), tick, {**choice, k: box}, child))
-                tick += 1
-                children += 1
+        children = branch(choice, k)
         if not children and k == "act":  # active balance is the rule: the other counts yield to it
-            relaxed = {k2: None for k2 in counts if k2 != "act"}
-            for box in options[k]:
-                child = run({**relaxed, k: box})
-                if child is not None:
-                    heapq.heappush(heap, ((child.value, child.movements), tick, {**relaxed, k: box}, child))
-                    tick += 1
-                    children += 1
-            if not children:
+            if not branch({k2: None for k2 in counts if k2 != "act"}, k):
                 raise InfeasibleError("no target fits the balance boxes")
         elif not children:  # no box of this count fits: it yields, the others still count
             heapq.heappush(heap, (value, tick, {**choice, k: None}, sol))
