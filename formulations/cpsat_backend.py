@@ -11,7 +11,7 @@ import types
 
 from stickyflow.errors import BackendMissingError
 
-__all__ = ["cp_model_module", "import_cp_model"]
+__all__ = ["cp_model_module", "import_cp_model", "short_solver"]
 
 
 def cp_model_module():
@@ -21,6 +21,19 @@ def cp_model_module():
         return import_cp_model()
     except ImportError as exc:  # pragma: no cover
         raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
+
+
+def short_solver(cp_model, *, seed: int, det_time: float, wall_s: float = 60.0):
+    """A CP-SAT solver for a short side search (a start, a bound, a check of a hint): one worker, a fixed seed,
+    stopped by ``det_time`` deterministic seconds, so the same model gives the same answer however busy the
+    machine; ``wall_s`` of wall time is a safety net only."""
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    p.num_workers = 1
+    p.random_seed = int(seed)
+    p.max_deterministic_time = max(det_time, 1e-3)
+    p.max_time_in_seconds = wall_s
+    return solver
 
 
 _CP_IMPORT = threading.Lock()

@@ -67,7 +67,7 @@ from stickyflow.registry import SolveOptions
 
 from ..cpsat_backend import cp_model_module
 from .cpsat_data import FULL_PAIRS, CpsatData, relaxed
-from .cpsat_model import CpsatRules, CpsatVars, constraints, objective_stages, variables
+from .cpsat_model import CpsatRules, CpsatVars, constraints, objective_stages, soft_counts, variables
 from .cpsat_start import add_hint, hint_solves, valid_hint, valid_start
 from .model import StreamsModel
 from .plan import StreamsPlan, choose_warmups, count_excess, movements, target_cost
@@ -246,15 +246,9 @@ def _floor(cp_model, cm, m: StreamsModel, rules: CpsatRules, hint: StreamsPlan |
 
 
 def _hint_excess(m: StreamsModel, hint: StreamsPlan) -> int:
-    """The hint's summed excess as the excess stage counts it (stateful actives where some tasks are
-    stateless, replicas with standbys, subtopologies under ``balance_subtopology``)."""
+    """The hint's summed excess as the excess stage counts it (:func:`.cpsat_model.soft_counts`)."""
     ex = count_excess(m, hint)
-    keys = ["replicas"] if m.want else []
-    if m.stateful.any() and (~m.stateful).any():
-        keys.append("stateful")
-    if m.sub_balance:
-        keys.append("subtopology")
-    return sum(ex[k] for k in keys)
+    return sum(ex[k] for k in soft_counts(m))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

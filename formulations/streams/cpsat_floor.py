@@ -45,9 +45,9 @@ import numpy as np
 
 from stickyflow.errors import StickyflowError
 
-from ..cpsat_backend import cp_model_module
+from ..cpsat_backend import cp_model_module, short_solver
 from .cpsat_data import CpsatData, group_lists, spread_table
-from .cpsat_model import CpsatRules, CpsatVars, post_balanced
+from .cpsat_model import CpsatRules, CpsatVars, post_balanced, soft_counts
 from .model import StreamsModel
 
 __all__ = ["ExcessFloor", "excess_floor", "counts_start", "FLOOR_TIME", "START_TIME", "MAX_SPREAD_SETS"]
@@ -90,8 +90,8 @@ def excess_floor(m: StreamsModel, *, seed: int = 0, time: float = FLOOR_TIME) ->
     """The least summed excess over **Balanced** any assignment of ``m`` can have, and counts nearest to what
     the clients hold now that reach it, each stage within ``time`` deterministic seconds; None where no count
     is soft (nothing to bound)."""
-    soft_stateful = bool(m.stateful.any() and (~m.stateful).any())
-    if not (soft_stateful or m.want or m.sub_balance) or not m.T or not m.C:
+    soft = soft_counts(m)
+    if not soft or not m.T or not m.C:
         return None
     cp_model = cp_model_module()
     cm = cp_model.CpModel()
@@ -115,29 +115,24 @@ def excess_floor(m: StreamsModel, *, seed: int = 0, time: float = FLOOR_TIME) ->
     post_balanced(cm, m, loads, "act")
     excess = []
     stf = [count(c, ks=(1,)) for c in range(C)]
-    if soft_stateful:
+    if "stateful" in soft:
         excess.append(post_balanced(cm, m, stf, "stf", soft=True))
     b = []
     S = int(m.stateful.sum())
-    if m.want and S:
+    if "replicas" in soft and S:
         b = [cm.new_int_var(0, S, f"b{c}") for c in range(C)]
         cm.add(sum(b) == m.want * S)
         for c in range(C):
             cm.add(b[c] + stf[c] <= S)  # a task's standbys sit on distinct clients, none on its target
         _tag_counts(cm, m, stf, b)
         excess.append(post_balanced(cm, m, [loads[c] + b[c] for c in range(C)], "rep", soft=True))
-    if m.sub_balance:
+    if "subtopology" in soft:
         for g in range(G):
             excess.append(post_balanced(cm, m, [count(c, gs=(g,)) for c in range(C)], f"sub{g}", soft=True))
     if not excess:
         return None
     total = sum(excess)
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.random_seed = int(seed)
-    p.num_workers = 1
-    p.max_deterministic_time = max(time, 1e-3)
-    p.max_time_in_seconds = 60.0  # a safety net only: the deterministic limit decides
+    solver = short_solver(cp_model, seed=seed, det_time=time)
     cm.minimize(total)
     st = solver.solve(cm)
     det = float(solver.response_proto.deterministic_time)
@@ -155,22 +150,19 @@ def excess_floor(m: StreamsModel, *, seed: int = 0, time: float = FLOOR_TIME) ->
     for c, v in enumerate(b):
         dist.append(_abs(cm, v - int(held_b[c]), S))
     cm.add(total <= found)
-    values = {key: int(solver.value(v)) for key, v in a.items()}
-    bvals = [int(solver.value(v)) for v in b]
-    for key, v in a.items():
-        cm.add_hint(v, values[key])
-    for v, val in zip(b, bvals):
+    variables = [*a.values(), *b]
+    counts = [int(solver.value(v)) for v in variables]
+    for v, val in zip(variables, counts):
         cm.add_hint(v, val)
     cm.minimize(sum(dist))
     st2 = solver.solve(cm)
     det += float(solver.response_proto.deterministic_time)
     if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        values = {key: int(solver.value(v)) for key, v in a.items()}
-        bvals = [int(solver.value(v)) for v in b]
+        counts = [int(solver.value(v)) for v in variables]
     active = np.zeros((C, G, 2), dtype=np.int64)
-    for (c, g, k), v in values.items():
+    for (c, g, k), v in zip(a, counts):
         active[c, g, k] = v
-    standby = np.array(bvals if b else [0] * C, dtype=np.int64)
+    standby = np.array(counts[len(a):] if b else [0] * C, dtype=np.int64)
     return ExcessFloor(value=value, proven=proven, found=found, active=active, standby=standby, det_s=det)
 
 
@@ -259,12 +251,7 @@ def counts_start(cp_model, cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, rul
     clone.add(sum(rules.excess) <= floor.found)  # the excess variables at the counts' own (they only bound it)
     if not isinstance(cost_expr, int):
         clone.minimize(cost_expr)
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.random_seed = int(seed)
-    p.num_workers = 1
-    p.max_deterministic_time = max(time, 1e-3)
-    p.max_time_in_seconds = 60.0  # a safety net only
+    solver = short_solver(cp_model, seed=seed, det_time=time)
     st = solver.solve(clone)
     det = float(solver.response_proto.deterministic_time)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

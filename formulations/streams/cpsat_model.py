@@ -19,7 +19,8 @@ from .cpsat_data import CpsatData, best_spread, group_lists
 from .model import StreamsModel
 from .plan import StreamsPlan, plan_standbys
 
-__all__ = ["CpsatVars", "CpsatRules", "variables", "constraints", "objective_stages", "post_balanced"]
+__all__ = ["CpsatVars", "CpsatRules", "variables", "constraints", "objective_stages", "post_balanced",
+           "soft_counts"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +99,18 @@ def post_balanced(cm, m: StreamsModel, counts: list, name: str, soft: bool = Fal
             cm.add_hint(o, v)
         cm.add_hint(excess, int(o_hint.sum()))
     return excess
+
+
+def soft_counts(m: StreamsModel) -> tuple[str, ...]:
+    """The counts whose distance from **Balanced** the excess stage minimizes (keys of
+    :func:`.plan.count_excess`): stateful actives where some tasks are stateless, replicas with standbys, the
+    subtopologies under ``balance_subtopology``. (Active tasks are a rule, not a distance.)"""
+    keys = ["stateful"] if m.stateful.any() and (~m.stateful).any() else []
+    if m.want:
+        keys.append("replicas")
+    if m.sub_balance:
+        keys.append("subtopology")
+    return tuple(keys)
 
 
 def variables(cm, m: StreamsModel, d: CpsatData) -> CpsatVars:
@@ -209,14 +222,15 @@ def _balance(cm, m: StreamsModel, d: CpsatData, vs: CpsatVars, hint: StreamsPlan
 
     post_balanced(cm, m, loads, "act", at_hint=at_hint())
     excess = []
-    if m.stateful.any() and (~m.stateful).any():
+    soft = soft_counts(m)
+    if "stateful" in soft:
         excess.append(post_balanced(cm, m, [sum(x[i] for i in by_client_x[c] if m.stateful[d.x_t[i]])
                                         for c in range(m.C)], "stf", soft=True, at_hint=at_hint(m.stateful)))
-    if m.want:
+    if "replicas" in soft:
         by_client_s = group_lists(d.s_c, m.C)
         excess.append(post_balanced(cm, m, [loads[c] + sum(s[j] for j in by_client_s[c]) for c in range(m.C)], "rep",
                                 soft=True, at_hint=at_hint(replicas=True)))
-    if m.sub_balance:
+    if "subtopology" in soft:
         cg = d.x_c * m.G + m.sub[d.x_t]
         groups = group_lists(cg, m.C * m.G)
         for g in range(m.G):

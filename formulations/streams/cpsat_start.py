@@ -12,6 +12,7 @@ import numpy as np
 from stickyflow.errors import StickyflowError
 from stickyflow.registry import SolveOptions
 
+from ..cpsat_backend import short_solver
 from .cpsat_data import CpsatData, best_spread
 from .model import StreamsModel
 from .plan import (StreamsPlan, count_excess, decision_plan, movements, plan_decision, plan_standbys, round_standbys,
@@ -23,13 +24,8 @@ __all__ = ["hint_solves", "valid_hint", "valid_start", "add_hint"]
 def hint_solves(cp_model, cm, seed: int) -> bool:
     """Whether ``cm``'s hint is a solution of it: every hinted variable fixed to its hint, the others found by a
     short search on one worker (deterministic, and safe where the model has no solution)."""
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.fix_variables_to_their_hinted_value = True
-    p.num_workers = 1
-    p.random_seed = seed
-    p.max_deterministic_time = 0.25
-    p.max_time_in_seconds = 60.0  # a safety net only
+    solver = short_solver(cp_model, seed=seed, det_time=0.25)
+    solver.parameters.fix_variables_to_their_hinted_value = True
     return solver.solve(cm) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
