@@ -298,39 +298,37 @@ def planned(problem: LoadProblem, bound: float, *,
     """
     target = peak_limit(problem, bound)
     ceiling = np.where(problem.active, target * problem.capacity, 0.0)
-
-    def within(x: np.ndarray) -> bool:
-        return measure(problem, x).peak <= target * (1 + _TOL)
-
+    limit = target * (1 + _TOL)  # within the limit, float noise aside
     x = sticky_plan(problem, target)
-    if within(x):
+    if measure(problem, x).peak <= limit:
         return x, None
-    if transport is not None and topic_classes(problem)[1].shape[1] > 1:
+    mixed = transport is not None and topic_classes(problem)[1].shape[1] > 1
+    if mixed:
         for level in (target, bound):
             q = quota_plan(problem, target, transport, level=level)
-            if within(q):
+            if measure(problem, q).peak <= limit:
                 return q, None
     candidates = {"the sticky plan": x}
-    mixed = transport is not None and topic_classes(problem)[1].shape[1] > 1
     seeds = [("a balancing water-level deal", sticky_plan(problem, target, sticky=False)),
              ("a balancing lpt", lpt_plan(problem))]
     if mixed:
         seeds.append(("a balancing deal by quotas", quota_plan(problem, target, transport, level=bound, sticky=False)))
     for name, seed in seeds:
-        if within(seed):
-            if mixed:  # the seed's load of each class per member as the first quotas: kept where owners can
-                candidates[f"the sticky deal to the quotas of {name}"] = quota_plan(
-                    problem, target, _seeded(transport, _class_loads(problem, seed)))
         reach = measure(problem, seed).peak
+        fits = reach <= limit
+        if fits and mixed:  # the seed's load of each class per member as the first quotas: kept where owners can
+            candidates[f"the sticky deal to the quotas of {name}"] = quota_plan(
+                problem, target, _seeded(transport, _class_loads(problem, seed)))
         candidates[f"the sticky plan aimed at the peak of {name}"] = sticky_plan(problem, reach)
-        if within(seed):
+        if fits:
             give_back(problem, seed, _loads(problem, seed), ceiling)
             candidates[name + " with partitions given back to their owners"] = seed
         else:
             candidates[name] = seed
-    best = min(candidates, key=lambda k: (not within(candidates[k]), measure(problem, candidates[k]).key()))
-    peak = measure(problem, candidates[best]).peak
-    if within(candidates[best]):
+    scores = {k: measure(problem, v) for k, v in candidates.items()}  # once each (a pass over every partition)
+    best = min(candidates, key=lambda k: (scores[k].peak > limit, scores[k].key()))
+    peak = scores[best].peak
+    if peak <= limit:
         return candidates[best], (f"the sticky plan and the deal by flow quotas miss the slack's limit "
                                   f"{target:.6g}: the answer is {best}")
     return candidates[best], (f"no plan found reaches the slack's limit {target:.6g}: the least peak found, "
