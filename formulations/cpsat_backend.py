@@ -1,5 +1,6 @@
-"""OR-Tools' CP-SAT (``cp_model``) for every CP-SAT formulation (:mod:`.streams.cpsat`, :mod:`.load.cpsat`),
-imported without pandas where that is safe, and with a typed error when OR-Tools is missing.
+"""OR-Tools for every formulation, with a typed error when it is missing: CP-SAT (``cp_model``) for the CP-SAT
+formulations (:mod:`.streams.cpsat`, :mod:`.load.cpsat`), imported without pandas where that is safe, and the
+graph solvers (``max_flow``, ``min_cost_flow``) for the flows.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import types
 
 from stickyflow.errors import BackendMissingError
 
-__all__ = ["cp_model_module", "import_cp_model", "short_solver"]
+__all__ = ["cp_model_module", "import_cp_model", "short_solver", "ortools_graph"]
 
 
 def cp_model_module():
@@ -21,6 +22,15 @@ def cp_model_module():
         return import_cp_model()
     except ImportError as exc:  # pragma: no cover
         raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
+
+
+def ortools_graph():
+    """OR-Tools' ``max_flow`` and ``min_cost_flow`` modules (typed error when OR-Tools is missing)."""
+    try:
+        from ortools.graph.python import max_flow, min_cost_flow
+    except ImportError as exc:  # pragma: no cover - exercised by the fallback tests, which block the import
+        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
+    return max_flow, min_cost_flow
 
 
 def short_solver(cp_model, *, seed: int, det_time: float, wall_s: float = 60.0):

@@ -61,7 +61,8 @@ from stickyflow.model.consumer_members import first_seen_ids
 from stickyflow.result import Decision
 
 from .closed_form import equal_subscriptions
-from .model import ConsumerData, as_assignment, class_graph, class_reads, flat_owners, orphaned, ortools_graph, prepare
+from ..cpsat_backend import ortools_graph
+from .model import ConsumerData, as_assignment, class_graph, class_reads, flat_owners, orphaned, prepare
 from .warm_start import try_warm_start
 
 __all__ = ["solve_flow"]

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from stickyflow.check.answer import ArrayAssignment
-from stickyflow.errors import BackendMissingError
 from stickyflow.model.arrays import nonzero_pairs
 from stickyflow.model.consumer import ConsumerSnapshot
 from stickyflow.model.consumer_claims import PreviousOwners, previous_owners
 
-__all__ = ["ConsumerData", "prepare", "class_graph", "class_reads", "flat_owners", "as_assignment", "orphaned",
-           "ortools_graph"]
+__all__ = ["ConsumerData", "prepare", "class_graph", "class_reads", "flat_owners", "as_assignment", "orphaned"]
 
 
 # --------------------------------------------------------------------------- data
@@ -111,14 +109,6 @@ def _subscription_classes(snap: ConsumerSnapshot) -> np.ndarray:
 
 
 _DENSE_CLASSES = 1 << 24  # distinct subscriptions x topics up to which classes come from the boolean matrix
-
-
-def ortools_graph():
-    try:
-        from ortools.graph.python import max_flow, min_cost_flow
-    except ImportError as exc:  # pragma: no cover - exercised by the fallback tests via monkeypatch
-        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
-    return max_flow, min_cost_flow
 
 
 def class_graph(d: ConsumerData) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

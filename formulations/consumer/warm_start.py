@@ -14,7 +14,8 @@ import numpy as np
 
 from stickyflow.model.arrays import nonzero_pairs
 
-from .model import ConsumerData, as_assignment, class_reads, flat_owners, ortools_graph
+from ..cpsat_backend import ortools_graph
+from .model import ConsumerData, as_assignment, class_reads, flat_owners
 
 __all__ = ["try_warm_start"]
 

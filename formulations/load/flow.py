@@ -30,21 +30,14 @@ import math
 
 import numpy as np
 
-from stickyflow.errors import BackendMissingError
 from stickyflow.load.problem import BOUND_MARGIN, LoadProblem, partition_bound, topic_classes
+
+from ..cpsat_backend import ortools_graph
 
 __all__ = ["peak_bound", "fractional_bound", "transport", "MAX_LEVELS"]
 
 MAX_LEVELS = 16  # distinct capacities kept apart in the relaxation; more are rounded up to this many levels
 _FLOW_BITS = 52  # the flow's integer capacities stay below 2**52 (exact in float64 and in OR-Tools' int64)
-
-
-def _max_flow():
-    try:
-        from ortools.graph.python import max_flow
-    except ImportError as exc:  # pragma: no cover - the fallback tests monkeypatch this away
-        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
-    return max_flow
 
 
 def peak_bound(problem: LoadProblem, upper: float | None = None, rel_tol: float = 1e-9) -> float:
@@ -142,7 +135,7 @@ class _Relaxation:
         heads = [band_id.ravel(), band_id[:, 1:].ravel(), group_id[self.read_k, self.read_b],
                  np.full(n_group, sink)]
         caps = [src_int, np.full(C * (L - 1), inf), np.full(len(self.read_c), inf), sink_int]
-        g = _max_flow().SimpleMaxFlow()
+        g = ortools_graph()[0].SimpleMaxFlow()
         g.add_arcs_with_capacity(np.concatenate(tails).astype(np.int64), np.concatenate(heads).astype(np.int64),
                                  np.concatenate(caps).astype(np.int64))
         g.solve(source, sink)
@@ -212,14 +205,6 @@ def fractional_bound(problem: LoadProblem, upper: float | None = None, rel_tol: 
     return lo
 
 
-def _min_cost_flow():
-    try:
-        from ortools.graph.python import min_cost_flow
-    except ImportError as exc:  # pragma: no cover - the fallback tests monkeypatch this away
-        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
-    return min_cost_flow
-
-
 def transport(who: np.ndarray, held: np.ndarray, need: np.ndarray, room: np.ndarray, *,
               cost: np.ndarray | None = None, move: int = 1) -> np.ndarray | None:
     """The plan's quotas per topic class (:func:`stickyflow.load.plan.quota_plan`), a transportation problem
@@ -256,7 +241,7 @@ def transport(who: np.ndarray, held: np.ndarray, need: np.ndarray, room: np.ndar
                            np.floor(np.maximum(room, 0.0) * scale).astype(np.int64)])
     unit = np.zeros(len(mm), dtype=np.int64) if cost is None else np.asarray(cost, dtype=np.int64)[mm, cc]
     costs = np.concatenate([np.zeros(C, dtype=np.int64), unit, unit + int(move), np.zeros(M, dtype=np.int64)])
-    g = _min_cost_flow().SimpleMinCostFlow()
+    g = ortools_graph()[1].SimpleMinCostFlow()
     g.add_arcs_with_capacity_and_unit_cost(tails.astype(np.int64), heads.astype(np.int64), caps, costs)
     g.set_node_supply(source, int(supply.sum()))
     g.set_node_supply(sink, -int(supply.sum()))

@@ -7,18 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from stickyflow.errors import BackendMissingError, InfeasibleError, SolverFaultError
+from stickyflow.errors import InfeasibleError, SolverFaultError
+
+from ..cpsat_backend import ortools_graph
 
 __all__ = ["Arcs", "pool_split", "group_by", "interleaved_slots"]
-
-
-def _ortools():
-    try:
-        from ortools.graph.python import min_cost_flow
-    except ImportError as exc:  # pragma: no cover
-        raise BackendMissingError("OR-Tools is not installed: pip install ortools (a core dependency)") from exc
-    return min_cost_flow
-
 
 
 class Arcs:
@@ -38,7 +31,7 @@ class Arcs:
 
     def solve(self, supplies: np.ndarray):
         """Solve; returns {kind: (tail, head, flow)} for every kind."""
-        mcf = _ortools()
+        mcf = ortools_graph()[1]
         f = mcf.SimpleMinCostFlow()
         tails = np.concatenate([p[1] for p in self.parts])
         heads = np.concatenate([p[2] for p in self.parts])
